@@ -1,0 +1,356 @@
+//! Which local names refer to which modules and objects (SPEC 3.1), through
+//! every import form, plus the assumptions seed 000 §2.1 makes about how
+//! TensorFlow is bound (restrictions 1-3).
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::library::{canonical_name, is_tensorflow};
+use super::walk::{dotted_name, for_each_statement, target_names};
+use crate::python::parse::span;
+
+/// What one local name is bound to by an import (or a resolvable alias).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The dotted name as imported, before canonicalisation (`keras.layers.Dense`).
+    pub qualified: String,
+    /// The import statement (or assignment) that binds it.
+    pub statement: Range<usize>,
+    pub kind: BindingKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingKind {
+    Import,
+    /// `tf = importlib.import_module("tensorflow")`: works, but breaks restriction 2.
+    DynamicImport,
+    /// `Adam = tf.keras.optimizers.Adam`: resolved, but breaks restriction 3.
+    MemberAlias,
+}
+
+/// A name-to-binding table for one scope.
+#[derive(Debug, Clone, Default)]
+pub struct Bindings {
+    names: HashMap<String, Binding>,
+    /// Modules imported with `from M import *`.
+    pub star_imports: Vec<String>,
+}
+
+impl Bindings {
+    pub fn get(&self, name: &str) -> Option<&Binding> {
+        self.names.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Binding)> {
+        self.names.iter()
+    }
+
+    pub fn insert(&mut self, name: &str, binding: Binding) {
+        self.names.insert(name.to_string(), binding);
+    }
+
+    /// The resolved dotted name of a name or attribute chain, as written (not canonical).
+    pub fn resolve_raw(&self, expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Name(name) => self.get(name.id.as_str()).map(|b| b.qualified.clone()),
+            Expr::Attribute(attribute) => self
+                .resolve_raw(&attribute.value)
+                .map(|base| format!("{base}.{}", attribute.attr)),
+            _ => None,
+        }
+    }
+
+    /// The canonical qualified name of an expression (`optimizers.Adam` ->
+    /// `tensorflow.keras.optimizers.Adam`).
+    pub fn resolve(&self, expr: &Expr) -> Option<String> {
+        self.resolve_raw(expr).map(|raw| canonical_name(&raw))
+    }
+
+    /// The local name bound to exactly `qualified` (canonical), if any: the
+    /// module's own alias for tensorflow, for example.
+    pub fn name_for(&self, qualified: &str) -> Option<&str> {
+        let mut candidates: Vec<&String> = self
+            .names
+            .iter()
+            .filter(|(_, binding)| canonical_name(&binding.qualified) == qualified)
+            .map(|(name, _)| name)
+            .collect();
+        candidates.sort();
+        candidates.first().map(|name| name.as_str())
+    }
+
+    /// Whether any local name is bound (by any means) to `name`.
+    pub fn is_bound(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+}
+
+/// Every module name of the analysed package, indexed for import resolution.
+#[derive(Debug, Default)]
+pub struct ModuleIndex {
+    names: HashSet<String>,
+    by_last_segment: HashMap<String, Vec<String>>,
+}
+
+impl ModuleIndex {
+    pub fn new(names: impl IntoIterator<Item = String>) -> Self {
+        let mut index = ModuleIndex::default();
+        for name in names {
+            let last = name.rsplit('.').next().unwrap_or_default().to_string();
+            index
+                .by_last_segment
+                .entry(last)
+                .or_default()
+                .push(name.clone());
+            index.names.insert(name);
+        }
+        for candidates in index.by_last_segment.values_mut() {
+            candidates.sort();
+        }
+        index
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
+    /// The package module an absolute import names, seen from `importer`: the
+    /// exact name, else the module whose name ends with it that shares the
+    /// longest prefix with the importer (a package root above the analysed
+    /// root, a `src/` layout, or a script importing its siblings).
+    fn resolve(&self, module: &str, importer: &str) -> Option<String> {
+        if self.names.contains(module) {
+            return Some(module.to_string());
+        }
+        let last = module.rsplit('.').next()?;
+        let suffix = format!(".{module}");
+        let common_prefix = |candidate: &str| {
+            candidate
+                .split('.')
+                .zip(importer.split('.'))
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        self.by_last_segment
+            .get(last)?
+            .iter()
+            .filter(|candidate| candidate.ends_with(&suffix))
+            .max_by_key(|candidate| (common_prefix(candidate), std::cmp::Reverse(candidate.len())))
+            .cloned()
+    }
+}
+
+/// How import statements name the package's own modules.
+pub struct ModuleContext<'a> {
+    /// Dotted name of the importing module.
+    pub module_name: &'a str,
+    /// Whether the importing module is a package `__init__.py`.
+    pub is_package_init: bool,
+    pub package_modules: &'a ModuleIndex,
+}
+
+impl ModuleContext<'_> {
+    /// The package that relative imports of this module start from.
+    fn current_package(&self) -> &str {
+        if self.is_package_init {
+            self.module_name
+        } else {
+            self.module_name
+                .rsplit_once('.')
+                .map_or("", |(package, _)| package)
+        }
+    }
+
+    /// Resolves the module named by an import (`from ..x import y` has level 2).
+    pub fn absolute_module(&self, module: Option<&str>, level: usize) -> String {
+        if level == 0 {
+            let module = module.unwrap_or_default();
+            // `from a.b import c`: `a.b` may be a package module under another prefix.
+            if let Some(resolved) = self.package_modules.resolve(module, self.module_name) {
+                return resolved;
+            }
+            // `import a.b.c` where only the package `a` or `a.b` is known under a prefix.
+            let segments: Vec<&str> = module.split('.').collect();
+            for end in (1..segments.len()).rev() {
+                let head = segments[..end].join(".");
+                if let Some(resolved) = self.package_modules.resolve(&head, self.module_name) {
+                    return format!("{resolved}.{}", segments[end..].join("."));
+                }
+            }
+            return module.to_string();
+        }
+        let mut base: Vec<&str> = self
+            .current_package()
+            .split('.')
+            .filter(|p| !p.is_empty())
+            .collect();
+        for _ in 1..level {
+            base.pop();
+        }
+        let mut parts: Vec<String> = base.into_iter().map(String::from).collect();
+        if let Some(module) = module {
+            parts.push(module.to_string());
+        }
+        parts.join(".")
+    }
+}
+
+/// Adds the bindings of one import statement.
+pub fn add_import_bindings(stmt: &Stmt, context: &ModuleContext, bindings: &mut Bindings) {
+    match stmt {
+        Stmt::Import(import) => {
+            for alias in &import.names {
+                let module = context.absolute_module(Some(alias.name.as_str()), 0);
+                let (name, qualified) = match &alias.asname {
+                    Some(asname) => (asname.to_string(), module),
+                    // `import a.b.c` binds `a`; `a.b.c.X` then resolves through attributes.
+                    None => {
+                        let first = alias.name.split('.').next().unwrap_or_default();
+                        let dropped = alias.name.split('.').count() - 1;
+                        let segments: Vec<&str> = module.split('.').collect();
+                        let kept = segments.len().saturating_sub(dropped).max(1);
+                        (first.to_string(), segments[..kept].join("."))
+                    }
+                };
+                bindings.insert(
+                    &name,
+                    Binding {
+                        qualified,
+                        statement: span(stmt),
+                        kind: BindingKind::Import,
+                    },
+                );
+            }
+        }
+        Stmt::ImportFrom(import) => {
+            let level = import.level.map_or(0, |level| level.to_u32() as usize);
+            let module = context.absolute_module(import.module.as_deref(), level);
+            for alias in &import.names {
+                if alias.name.as_str() == "*" {
+                    bindings.star_imports.push(module.clone());
+                    continue;
+                }
+                let name = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                let qualified = if module.is_empty() {
+                    alias.name.to_string()
+                } else {
+                    format!("{module}.{}", alias.name)
+                };
+                bindings.insert(
+                    &name,
+                    Binding {
+                        qualified,
+                        statement: span(stmt),
+                        kind: BindingKind::Import,
+                    },
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The string module name given to `importlib.import_module("...")` or `__import__("...")`.
+fn dynamic_import_target(value: &Expr, bindings: &Bindings) -> Option<String> {
+    let Expr::Call(call) = value else { return None };
+    let callee = dotted_name(&call.func)?;
+    let resolved = bindings.resolve_raw(&call.func).unwrap_or(callee.clone());
+    if resolved != "importlib.import_module" && callee != "__import__" {
+        return None;
+    }
+    match call.args.first() {
+        Some(Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Str(module),
+            ..
+        })) => Some(module.clone()),
+        _ => None,
+    }
+}
+
+/// Collects the bindings of a statement list: imports anywhere in it (not in
+/// nested functions or classes), dynamic imports of tensorflow, and aliases of
+/// tensorflow members assigned at this level.
+pub fn collect_bindings(body: &[Stmt], context: &ModuleContext, inherited: &Bindings) -> Bindings {
+    let mut bindings = inherited.clone();
+    for_each_statement(body, false, &mut |stmt| {
+        add_import_bindings(stmt, context, &mut bindings);
+        if let Stmt::Assign(assign) = stmt
+            && let [Expr::Name(target)] = assign.targets.as_slice()
+        {
+            if let Some(module) = dynamic_import_target(&assign.value, &bindings) {
+                bindings.insert(
+                    target.id.as_str(),
+                    Binding {
+                        qualified: module,
+                        statement: span(stmt),
+                        kind: BindingKind::DynamicImport,
+                    },
+                );
+            } else if matches!(*assign.value, Expr::Attribute(_))
+                && let Some(raw) = bindings.resolve_raw(&assign.value)
+                && is_tensorflow(&canonical_name(&raw))
+            {
+                bindings.insert(
+                    target.id.as_str(),
+                    Binding {
+                        qualified: raw,
+                        statement: span(stmt),
+                        kind: BindingKind::MemberAlias,
+                    },
+                );
+            }
+        }
+    });
+    bindings
+}
+
+/// Names assigned anywhere in a statement list (not in nested scopes): used to
+/// pick generated names that collide with nothing.
+pub fn assigned_names(body: &[Stmt]) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for_each_statement(body, true, &mut |stmt| match stmt {
+        Stmt::Assign(assign) => {
+            for target in &assign.targets {
+                names.extend(target_names(target).into_iter().map(String::from));
+            }
+        }
+        Stmt::AnnAssign(assign) => {
+            names.extend(target_names(&assign.target).into_iter().map(String::from))
+        }
+        Stmt::AugAssign(assign) => {
+            names.extend(target_names(&assign.target).into_iter().map(String::from))
+        }
+        Stmt::For(node) => names.extend(target_names(&node.target).into_iter().map(String::from)),
+        Stmt::FunctionDef(function) => {
+            names.insert(function.name.to_string());
+        }
+        Stmt::ClassDef(class) => {
+            names.insert(class.name.to_string());
+        }
+        Stmt::With(node) => {
+            for item in &node.items {
+                if let Some(vars) = &item.optional_vars {
+                    names.extend(target_names(vars).into_iter().map(String::from));
+                }
+            }
+        }
+        Stmt::Import(import) => {
+            for alias in &import.names {
+                let name = alias.asname.as_ref().map_or_else(
+                    || alias.name.split('.').next().unwrap_or_default().to_string(),
+                    |asname| asname.to_string(),
+                );
+                names.insert(name);
+            }
+        }
+        Stmt::ImportFrom(import) => {
+            for alias in &import.names {
+                names.insert(alias.asname.as_ref().unwrap_or(&alias.name).to_string());
+            }
+        }
+        _ => {}
+    });
+    names
+}

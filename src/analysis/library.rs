@@ -1,0 +1,228 @@
+//! What the analysis knows about TensorFlow, Keras and Horovod: canonical
+//! qualified names (so that `keras.Model`, `tf.keras.models.Model` and
+//! `tf.compat.v1.keras.Model` are one class) and the table of library classes
+//! with their learning-rate arguments (SPEC 3.2).
+
+/// Rewrites a resolved dotted name to the one canonical spelling the rules match.
+pub fn canonical_name(qualified: &str) -> String {
+    const PREFIXES: &[(&str, &str)] = &[
+        ("tensorflow.compat.v2.", "tensorflow."),
+        ("tensorflow.compat.v1.keras.", "tensorflow.keras."),
+        ("tensorflow.python.keras.", "tensorflow.keras."),
+        ("tensorflow.optimizers.", "tensorflow.keras.optimizers."),
+        ("tf_keras.", "tensorflow.keras."),
+        ("keras.src.", "tensorflow.keras."),
+        ("keras.", "tensorflow.keras."),
+    ];
+    let mut name = qualified.to_string();
+    for (prefix, replacement) in PREFIXES {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            name = format!("{replacement}{rest}");
+            break;
+        }
+    }
+    match name.as_str() {
+        "tf_keras" | "keras" | "tensorflow.compat.v1.keras" => return "tensorflow.keras".into(),
+        "tensorflow.compat.v2" => return "tensorflow".into(),
+        _ => {}
+    }
+    const ALIASES: &[(&str, &str)] = &[
+        ("tensorflow.keras.models.Model", "tensorflow.keras.Model"),
+        (
+            "tensorflow.keras.models.Sequential",
+            "tensorflow.keras.Sequential",
+        ),
+        (
+            "tensorflow.keras.engine.training.Model",
+            "tensorflow.keras.Model",
+        ),
+        (
+            "tensorflow.keras.experimental.CosineDecay",
+            "tensorflow.keras.optimizers.schedules.CosineDecay",
+        ),
+        (
+            "tensorflow.keras.experimental.CosineDecayRestarts",
+            "tensorflow.keras.optimizers.schedules.CosineDecayRestarts",
+        ),
+    ];
+    if let Some((_, canonical)) = ALIASES.iter().find(|(alias, _)| *alias == name) {
+        return (*canonical).to_string();
+    }
+    // `optimizers.legacy.Adam` takes its learning rate like `optimizers.Adam`.
+    name.replace(".optimizers.legacy.", ".optimizers.")
+        .replace(".optimizers.experimental.", ".optimizers.")
+}
+
+/// Whether `qualified` (as written, before canonicalisation) is standalone Keras 3.
+pub fn is_standalone_keras(qualified: &str) -> bool {
+    qualified == "keras" || qualified.starts_with("keras.")
+}
+
+/// Whether a resolved, canonical name refers into TensorFlow (or Keras).
+pub fn is_tensorflow(canonical: &str) -> bool {
+    canonical == "tensorflow" || canonical.starts_with("tensorflow.")
+}
+
+pub fn is_horovod(qualified: &str) -> bool {
+    qualified == "horovod" || qualified.starts_with("horovod.")
+}
+
+pub const KERAS_MODEL: &str = "tensorflow.keras.Model";
+pub const KERAS_OPTIMIZER: &str = "tensorflow.keras.optimizers.Optimizer";
+pub const KERAS_SCHEDULE: &str = "tensorflow.keras.optimizers.schedules.LearningRateSchedule";
+
+/// Where a constructor takes its learning rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LearningRateArgument {
+    pub position: usize,
+    pub keyword: &'static str,
+    /// Older spellings accepted for the same argument (`lr=` in Keras 2).
+    pub legacy_keyword: Option<&'static str>,
+    /// The library default, used when the call does not pass one.
+    pub default: Option<&'static str>,
+}
+
+/// A library class the rules know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LibraryClass {
+    Model,
+    Optimizer(LearningRateArgument),
+    Schedule(LearningRateArgument),
+    /// A Keras callback; `writes_files` callbacks run on rank 0 only.
+    Callback {
+        writes_files: bool,
+    },
+}
+
+const fn keras_optimizer(default: &'static str) -> LibraryClass {
+    LibraryClass::Optimizer(LearningRateArgument {
+        position: 0,
+        keyword: "learning_rate",
+        legacy_keyword: Some("lr"),
+        default: Some(default),
+    })
+}
+
+const fn schedule(keyword: &'static str) -> LibraryClass {
+    LibraryClass::Schedule(LearningRateArgument {
+        position: 0,
+        keyword,
+        legacy_keyword: None,
+        default: None,
+    })
+}
+
+/// Keras optimizers with their learning-rate defaults (SPEC 3.2), by class name.
+pub const KERAS_OPTIMIZERS: &[(&str, &str)] = &[
+    ("Adam", "0.001"),
+    ("SGD", "0.01"),
+    ("RMSprop", "0.001"),
+    ("Adagrad", "0.001"),
+    ("Adadelta", "0.001"),
+    ("Adamax", "0.001"),
+    ("Nadam", "0.001"),
+    ("Ftrl", "0.001"),
+    ("AdamW", "0.001"),
+    ("Lion", "0.0001"),
+    ("Adafactor", "0.001"),
+];
+
+/// The class a string given to `compile(optimizer=...)` names.
+pub fn optimizer_for_string(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    KERAS_OPTIMIZERS
+        .iter()
+        .map(|(class, _)| *class)
+        .find(|class| class.to_ascii_lowercase() == lower)
+}
+
+/// Looks up a canonical qualified name in the library table.
+pub fn library_class(canonical: &str) -> Option<LibraryClass> {
+    if canonical == KERAS_MODEL || canonical == "tensorflow.keras.Sequential" {
+        return Some(LibraryClass::Model);
+    }
+    if let Some(class) = canonical.strip_prefix("tensorflow.keras.optimizers.schedules.") {
+        return match class {
+            "ExponentialDecay"
+            | "InverseTimeDecay"
+            | "PolynomialDecay"
+            | "CosineDecay"
+            | "CosineDecayRestarts" => Some(schedule("initial_learning_rate")),
+            "PiecewiseConstantDecay" => Some(LibraryClass::Schedule(LearningRateArgument {
+                position: 1,
+                keyword: "values",
+                legacy_keyword: None,
+                default: None,
+            })),
+            _ => None,
+        };
+    }
+    if let Some(class) = canonical.strip_prefix("tensorflow.keras.optimizers.") {
+        return KERAS_OPTIMIZERS
+            .iter()
+            .find(|(name, _)| *name == class)
+            .map(|(_, default)| keras_optimizer(default));
+    }
+    if let Some(class) = canonical.strip_prefix("tensorflow.keras.callbacks.") {
+        let writes_files = matches!(
+            class,
+            "ModelCheckpoint" | "TensorBoard" | "CSVLogger" | "BackupAndRestore"
+        );
+        return Some(LibraryClass::Callback { writes_files });
+    }
+    None
+}
+
+/// Library functions that return a Keras model.
+pub fn returns_model(canonical: &str) -> bool {
+    matches!(
+        canonical,
+        "tensorflow.keras.models.load_model"
+            | "tensorflow.keras.models.clone_model"
+            | "tensorflow.keras.models.model_from_json"
+            | "tensorflow.keras.saving.load_model"
+    ) || canonical.starts_with("tensorflow.keras.applications.")
+        && canonical
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
+pub fn is_gradient_tape(canonical: &str) -> bool {
+    canonical == "tensorflow.GradientTape" || canonical == "tensorflow.autodiff.GradientTape"
+}
+
+pub fn is_tf_function(canonical: &str) -> bool {
+    canonical == "tensorflow.function" || canonical == "tensorflow.compat.v1.function"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_spellings_are_one_class() {
+        for spelling in [
+            "tensorflow.keras.Model",
+            "tensorflow.keras.models.Model",
+            "keras.Model",
+            "keras.models.Model",
+            "tensorflow.compat.v1.keras.Model",
+        ] {
+            assert_eq!(canonical_name(spelling), KERAS_MODEL, "{spelling}");
+        }
+    }
+
+    #[test]
+    fn optimizers_know_their_learning_rate() {
+        let adam = library_class(&canonical_name("tensorflow.optimizers.Adam"));
+        assert!(
+            matches!(adam, Some(LibraryClass::Optimizer(argument)) if argument.default == Some("0.001"))
+        );
+        let legacy = library_class(&canonical_name("tensorflow.keras.optimizers.legacy.SGD"));
+        assert!(
+            matches!(legacy, Some(LibraryClass::Optimizer(argument)) if argument.default == Some("0.01"))
+        );
+        assert_eq!(optimizer_for_string("rmsprop"), Some("RMSprop"));
+    }
+}

@@ -1,0 +1,8 @@
+//! Package facts the rules rely on (SPEC 3): bindings, class hierarchy,
+//! training-loop summaries and the training API pattern of each module.
+
+pub mod bindings;
+pub mod library;
+pub mod package;
+pub mod training;
+pub mod walk;

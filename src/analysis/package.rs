@@ -1,0 +1,429 @@
+//! The analysed package: every module loaded and parsed once, module names,
+//! symbol resolution across modules (absolute and relative imports,
+//! `__init__.py` re-exports) and the class hierarchy (SPEC 3.2).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use rustpython_parser::ast::{self, Stmt};
+
+use super::bindings::{Bindings, ModuleContext, ModuleIndex, collect_bindings};
+use super::library::{self, canonical_name};
+use crate::python::parse::{LoadError, decode, parse_module};
+use crate::python::source::SourceFile;
+
+/// One parsed module of the package.
+#[derive(Debug)]
+pub struct Module {
+    /// Dotted module name (`mypkg.models.resnet`).
+    pub name: String,
+    pub is_package_init: bool,
+    pub source: SourceFile,
+    pub body: Vec<Stmt>,
+    /// Module-level bindings.
+    pub bindings: Bindings,
+}
+
+impl Module {
+    /// A class or function defined at the top level (also inside top-level `if`/`try`).
+    pub fn definition(&self, name: &str) -> Option<&Stmt> {
+        let mut found = None;
+        super::walk::for_each_statement(&self.body, false, &mut |stmt| {
+            let defined = match stmt {
+                Stmt::ClassDef(class) => class.name.as_str() == name,
+                Stmt::FunctionDef(function) => function.name.as_str() == name,
+                Stmt::AsyncFunctionDef(function) => function.name.as_str() == name,
+                _ => false,
+            };
+            if defined && found.is_none() {
+                found = Some(stmt);
+            }
+        });
+        found
+    }
+
+    pub fn context<'a>(&'a self, package_modules: &'a ModuleIndex) -> ModuleContext<'a> {
+        ModuleContext {
+            module_name: &self.name,
+            is_package_init: self.is_package_init,
+            package_modules,
+        }
+    }
+}
+
+/// A file that could not be analysed, or that had nothing to analyse.
+#[derive(Debug, Clone)]
+pub struct FileProblem {
+    pub relative_path: String,
+    pub kind: FileProblemKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum FileProblemKind {
+    Error(LoadError),
+    /// An empty file other than a package's `__init__.py`.
+    Empty,
+}
+
+/// What a dotted name refers to.
+#[derive(Debug, Clone, Copy)]
+pub enum Symbol<'a> {
+    Module(&'a Module),
+    Class(&'a Module, &'a ast::StmtClassDef),
+    Function(&'a Module, &'a Stmt),
+    /// Outside the package (canonical name).
+    External,
+    Unknown,
+}
+
+/// All modules of the package, loaded once.
+#[derive(Debug, Default)]
+pub struct Package {
+    pub root: PathBuf,
+    pub modules: Vec<Module>,
+    pub problems: Vec<FileProblem>,
+    /// Every module name of the package, parsed or not.
+    pub module_names: ModuleIndex,
+    by_name: HashMap<String, usize>,
+}
+
+/// Words a file must contain to possibly matter: a file that mentions none of
+/// them and that no such file imports needs no syntax tree (SPEC 10).
+const RELEVANT_WORDS: &[&str] = &["tensorflow", "keras", "horovod"];
+
+/// The dotted module name of a file relative to the package root. When the
+/// root is itself inside a package (has `__init__.py`), the enclosing package
+/// names are prefixed, as Python would see them.
+pub fn module_name(root: &Path, relative_path: &str) -> (String, bool) {
+    let without_extension = relative_path.strip_suffix(".py").unwrap_or(relative_path);
+    let mut parts: Vec<String> = without_extension.split('/').map(String::from).collect();
+    let is_package_init = parts.last().is_some_and(|last| last == "__init__");
+    if is_package_init {
+        parts.pop();
+    }
+    let mut prefix = Vec::new();
+    let mut directory = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    while directory.join("__init__.py").is_file() {
+        match directory.file_name() {
+            Some(name) => prefix.push(name.to_string_lossy().into_owned()),
+            None => break,
+        }
+        if !directory.pop() {
+            break;
+        }
+    }
+    prefix.reverse();
+    prefix.extend(parts);
+    (prefix.join("."), is_package_init)
+}
+
+struct ReadFile {
+    relative_path: String,
+    path: PathBuf,
+    text: String,
+}
+
+impl Package {
+    /// Reads every given file (paths relative to `root`), parses those that can
+    /// matter, in parallel, and builds module bindings. `always_parse` files are
+    /// parsed even when they mention no ML library (files the user named).
+    pub fn load(root: &Path, relative_paths: &[String], always_parse: &HashSet<String>) -> Package {
+        let mut package = Package {
+            root: root.to_path_buf(),
+            ..Package::default()
+        };
+        let read: Vec<Result<ReadFile, FileProblem>> = relative_paths
+            .par_iter()
+            .map(|relative_path| {
+                let path = root.join(relative_path);
+                let problem = |error| FileProblem {
+                    relative_path: relative_path.clone(),
+                    kind: FileProblemKind::Error(error),
+                };
+                let bytes = std::fs::read(&path)
+                    .map_err(|error| problem(LoadError::Unreadable(error.to_string())))?;
+                let text = decode(bytes).map_err(problem)?;
+                Ok(ReadFile {
+                    relative_path: relative_path.clone(),
+                    path,
+                    text,
+                })
+            })
+            .collect();
+        let mut files = Vec::new();
+        for result in read {
+            match result {
+                Ok(file) => files.push(file),
+                Err(problem) => package.problems.push(problem),
+            }
+        }
+        let names: Vec<(String, bool)> = files
+            .iter()
+            .map(|file| module_name(root, &file.relative_path))
+            .collect();
+        package.module_names = ModuleIndex::new(names.iter().map(|(name, _)| name.clone()));
+        for file in &files {
+            let (_, is_init) = module_name(root, &file.relative_path);
+            if file.text.trim().is_empty() && !is_init {
+                package.problems.push(FileProblem {
+                    relative_path: file.relative_path.clone(),
+                    kind: FileProblemKind::Empty,
+                });
+            }
+        }
+
+        // Parse the relevant files, then whatever package modules they import, until closed.
+        let mut wanted: Vec<usize> = (0..files.len())
+            .filter(|&index| {
+                let file = &files[index];
+                always_parse.contains(&file.relative_path)
+                    || RELEVANT_WORDS.iter().any(|word| file.text.contains(word))
+            })
+            .collect();
+        let mut parsed = vec![false; files.len()];
+        let index_of_name: HashMap<&str, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(index, (name, _))| (name.as_str(), index))
+            .collect();
+        while !wanted.is_empty() {
+            for &index in &wanted {
+                parsed[index] = true;
+            }
+            let results: Vec<(usize, Result<Vec<Stmt>, LoadError>)> = wanted
+                .par_iter()
+                .map(|&index| {
+                    let file = &files[index];
+                    (index, parse_module(&file.text, &file.relative_path))
+                })
+                .collect();
+            let mut next = Vec::new();
+            for (index, result) in results {
+                let file = &files[index];
+                let (name, is_package_init) = names[index].clone();
+                match result {
+                    Ok(body) => {
+                        let source = SourceFile::new(
+                            file.relative_path.clone(),
+                            file.path.clone(),
+                            file.text.clone(),
+                        );
+                        let mut module = Module {
+                            name,
+                            is_package_init,
+                            source,
+                            body,
+                            bindings: Bindings::default(),
+                        };
+                        let context = module.context(&package.module_names);
+                        module.bindings =
+                            collect_bindings(&module.body, &context, &Bindings::default());
+                        for imported in imported_package_modules(&module, &package.module_names) {
+                            if let Some(&other) = index_of_name.get(imported.as_str())
+                                && !parsed[other]
+                                && !next.contains(&other)
+                            {
+                                next.push(other);
+                            }
+                        }
+                        package.modules.push(module);
+                    }
+                    Err(error) => package.problems.push(FileProblem {
+                        relative_path: file.relative_path.clone(),
+                        kind: FileProblemKind::Error(error),
+                    }),
+                }
+            }
+            wanted = next;
+        }
+        package
+            .modules
+            .sort_by(|a, b| a.source.relative_path.cmp(&b.source.relative_path));
+        package
+            .problems
+            .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
+        package.by_name = package
+            .modules
+            .iter()
+            .enumerate()
+            .map(|(index, module)| (module.name.clone(), index))
+            .collect();
+        package
+    }
+
+    pub fn module(&self, name: &str) -> Option<&Module> {
+        self.by_name.get(name).map(|&index| &self.modules[index])
+    }
+
+    /// What a dotted name refers to, following `__init__.py` re-exports.
+    pub fn resolve_symbol(&self, qualified: &str) -> Symbol<'_> {
+        self.resolve_symbol_bounded(qualified, 0)
+    }
+
+    fn resolve_symbol_bounded(&self, qualified: &str, depth: usize) -> Symbol<'_> {
+        if depth > 16 {
+            return Symbol::Unknown;
+        }
+        let segments: Vec<&str> = qualified.split('.').collect();
+        for split in (1..=segments.len()).rev() {
+            let module_name = segments[..split].join(".");
+            let Some(module) = self.module(&module_name) else {
+                continue;
+            };
+            let rest = &segments[split..];
+            let Some(first) = rest.first() else {
+                return Symbol::Module(module);
+            };
+            if let Some(definition) = module.definition(first) {
+                return match (definition, rest.len()) {
+                    (Stmt::ClassDef(class), 1) => Symbol::Class(module, class),
+                    (_, 1) => Symbol::Function(module, definition),
+                    _ => Symbol::Unknown,
+                };
+            }
+            if let Some(binding) = module.bindings.get(first) {
+                let mut target = binding.qualified.clone();
+                for segment in &rest[1..] {
+                    target.push('.');
+                    target.push_str(segment);
+                }
+                return self.resolve_symbol_bounded(&target, depth + 1);
+            }
+            if self.module_names.contains(module_name.as_str()) {
+                return Symbol::Unknown;
+            }
+        }
+        if self.module_names.contains(segments[0]) {
+            Symbol::Unknown
+        } else {
+            Symbol::External
+        }
+    }
+
+    /// The canonical name a symbol finally stands for: a package class or
+    /// function as `module.Name`, a library object by its canonical name.
+    pub fn final_name(&self, qualified: &str) -> String {
+        self.final_name_bounded(qualified, 0)
+    }
+
+    fn final_name_bounded(&self, qualified: &str, depth: usize) -> String {
+        match self.resolve_symbol(qualified) {
+            Symbol::Class(module, class) => format!("{}.{}", module.name, class.name),
+            Symbol::Function(module, function) => {
+                let name = match function {
+                    Stmt::FunctionDef(function) => function.name.as_str(),
+                    Stmt::AsyncFunctionDef(function) => function.name.as_str(),
+                    _ => "",
+                };
+                format!("{}.{name}", module.name)
+            }
+            Symbol::Module(module) => module.name.clone(),
+            Symbol::External | Symbol::Unknown => {
+                // A re-export of a library name (`from tensorflow.keras import Model` in an `__init__`).
+                let segments: Vec<&str> = qualified.split('.').collect();
+                if depth < 16 {
+                    for split in (1..segments.len()).rev() {
+                        if let Some(module) = self.module(&segments[..split].join("."))
+                            && let Some(binding) = module.bindings.get(segments[split])
+                        {
+                            let mut target = binding.qualified.clone();
+                            for segment in &segments[split + 1..] {
+                                target.push('.');
+                                target.push_str(segment);
+                            }
+                            return self.final_name_bounded(&target, depth + 1);
+                        }
+                    }
+                }
+                canonical_name(qualified)
+            }
+        }
+    }
+
+    /// Whether the class named `qualified` is `ancestor` or derives from it,
+    /// through any number of package classes across files (the class hierarchy).
+    pub fn is_subclass(&self, qualified: &str, ancestor: &str) -> bool {
+        let mut visited = HashSet::new();
+        self.is_subclass_bounded(qualified, ancestor, &mut visited)
+    }
+
+    fn is_subclass_bounded(
+        &self,
+        qualified: &str,
+        ancestor: &str,
+        visited: &mut HashSet<String>,
+    ) -> bool {
+        let name = self.final_name(qualified);
+        if name == ancestor || library_parent(&name).is_some_and(|parent| parent == ancestor) {
+            return true;
+        }
+        if !visited.insert(name.clone()) {
+            return false;
+        }
+        let Symbol::Class(module, class) = self.resolve_symbol(&name) else {
+            return false;
+        };
+        let bases: Vec<String> = class
+            .bases
+            .iter()
+            .filter_map(|base| class_base_name(module, base))
+            .collect();
+        bases
+            .iter()
+            .any(|base| self.is_subclass_bounded(base, ancestor, visited))
+    }
+}
+
+/// The parent, in the library, of a library class the rules know.
+fn library_parent(canonical: &str) -> Option<&'static str> {
+    match library::library_class(canonical)? {
+        library::LibraryClass::Model => Some(library::KERAS_MODEL),
+        library::LibraryClass::Optimizer(_) => Some(library::KERAS_OPTIMIZER),
+        library::LibraryClass::Schedule(_) => Some(library::KERAS_SCHEDULE),
+        library::LibraryClass::Callback { .. } => Some("tensorflow.keras.callbacks.Callback"),
+    }
+}
+
+/// The dotted name of a base class expression, in the defining module.
+fn class_base_name(module: &Module, base: &ast::Expr) -> Option<String> {
+    if let Some(resolved) = module.bindings.resolve_raw(base) {
+        return Some(resolved);
+    }
+    // A base defined in the same module.
+    super::walk::dotted_name(base).map(|name| format!("{}.{name}", module.name))
+}
+
+/// Package modules a module imports (for the parse closure).
+fn imported_package_modules(module: &Module, package_modules: &ModuleIndex) -> Vec<String> {
+    let mut imported = Vec::new();
+    let context = module.context(package_modules);
+    super::walk::for_each_statement(&module.body, true, &mut |stmt| match stmt {
+        Stmt::Import(import) => {
+            for alias in &import.names {
+                imported.push(context.absolute_module(Some(alias.name.as_str()), 0));
+            }
+        }
+        Stmt::ImportFrom(import) => {
+            let level = import.level.map_or(0, |level| level.to_u32() as usize);
+            let base = context.absolute_module(import.module.as_deref(), level);
+            for alias in &import.names {
+                imported.push(format!("{base}.{}", alias.name));
+            }
+            imported.push(base);
+        }
+        _ => {}
+    });
+    // `import a.b.c` also runs `a` and `a.b`.
+    let mut with_parents = Vec::new();
+    for name in imported {
+        let segments: Vec<&str> = name.split('.').collect();
+        for end in 1..=segments.len() {
+            with_parents.push(segments[..end].join("."));
+        }
+    }
+    with_parents.retain(|name| package_modules.contains(name.as_str()));
+    with_parents.sort();
+    with_parents.dedup();
+    with_parents
+}

@@ -1,0 +1,585 @@
+//! Training-loop summaries (seed 000 §3) and the training API pattern of each
+//! module (seed 002): which functions run `model.fit` on a Keras model or a
+//! `tf.GradientTape` loop, directly or through calls across files.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::bindings::{Bindings, collect_bindings};
+use super::library::{self, KERAS_MODEL};
+use super::package::{Module, Package};
+use super::walk::{calls_in_statement, dotted_name, for_each_statement, is_scope, nested_bodies};
+use crate::python::parse::span;
+
+/// The training API a module uses (seed 002's categories that this engine rewrites).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum TrainingPattern {
+    /// `model.compile(...)` + `model.fit(...)`.
+    Keras,
+    /// A custom loop with `tf.GradientTape` and `optimizer.apply_gradients`.
+    GradientTape,
+}
+
+impl TrainingPattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainingPattern::Keras => "keras",
+            TrainingPattern::GradientTape => "gradient_tape",
+        }
+    }
+}
+
+/// A function body or the module's top level.
+#[derive(Debug)]
+pub struct Scope<'a> {
+    /// `module`, `module.function` or `module.Class.method`.
+    pub qualified_name: String,
+    /// The `def` statement, or `None` for the module's top level.
+    pub function: Option<&'a Stmt>,
+    pub body: &'a [Stmt],
+    pub bindings: Bindings,
+    pub parameters: Vec<String>,
+    /// Decorated with `@tf.function`: Python in it runs only while tracing.
+    pub is_tf_function: bool,
+    /// The class the function is a method of.
+    pub class: Option<&'a ast::StmtClassDef>,
+    /// Index of the enclosing scope.
+    pub parent: Option<usize>,
+    /// Defined inside an `if`/`try`/loop rather than unconditionally.
+    pub defined_conditionally: bool,
+}
+
+impl Scope<'_> {
+    pub fn name(&self) -> &str {
+        self.qualified_name.rsplit('.').next().unwrap_or_default()
+    }
+
+    pub fn range(&self) -> Option<Range<usize>> {
+        self.function.map(span)
+    }
+}
+
+/// Where a training loop shows itself.
+#[derive(Debug, Clone)]
+pub struct TrainingSite {
+    pub pattern: TrainingPattern,
+    /// The `fit` call or the `with tf.GradientTape()` statement.
+    pub range: Range<usize>,
+    pub scope: usize,
+}
+
+/// Facts about one module.
+#[derive(Debug)]
+pub struct ModuleAnalysis<'a> {
+    pub module: &'a Module,
+    pub scopes: Vec<Scope<'a>>,
+    pub sites: Vec<TrainingSite>,
+    /// Names bound to Keras model instances, per scope.
+    pub models: Vec<HashSet<String>>,
+    /// Model receivers of `fit` that are only parameters: assumed models.
+    pub assumed_models: Vec<(usize, String, Range<usize>)>,
+}
+
+impl ModuleAnalysis<'_> {
+    /// The distinct patterns whose loops appear directly in this module.
+    pub fn patterns(&self) -> Vec<TrainingPattern> {
+        let mut patterns: Vec<TrainingPattern> =
+            self.sites.iter().map(|site| site.pattern).collect();
+        patterns.sort();
+        patterns.dedup();
+        patterns
+    }
+
+    /// The innermost scope containing a byte offset.
+    pub fn scope_at(&self, offset: usize) -> usize {
+        let mut best = 0;
+        let mut best_length = usize::MAX;
+        for (index, scope) in self.scopes.iter().enumerate() {
+            if let Some(range) = scope.range()
+                && range.contains(&offset)
+                && range.len() < best_length
+            {
+                best = index;
+                best_length = range.len();
+            }
+        }
+        best
+    }
+}
+
+/// What a package function does, directly or through the package functions it calls.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionSummary {
+    pub module: String,
+    pub direct: HashSet<TrainingPattern>,
+    pub calls: HashSet<String>,
+    pub reaches: HashSet<TrainingPattern>,
+    /// The function returns a Keras model.
+    pub returns_model: bool,
+    pub defined_conditionally: bool,
+    pub range: Range<usize>,
+}
+
+/// The whole package analysed once.
+#[derive(Debug)]
+pub struct Analysis<'a> {
+    pub package: &'a Package,
+    pub modules: Vec<ModuleAnalysis<'a>>,
+    /// Keyed by qualified function name.
+    pub functions: HashMap<String, FunctionSummary>,
+}
+
+impl<'a> Analysis<'a> {
+    pub fn new(package: &'a Package) -> Analysis<'a> {
+        let mut scopes_per_module: Vec<Vec<Scope<'a>>> = package
+            .modules
+            .iter()
+            .map(|module| collect_scopes(module, package))
+            .collect();
+        // Model factories first: a model built by `build_model()` in another file is a model.
+        let mut factories: HashSet<String> = HashSet::new();
+        for _ in 0..4 {
+            let mut found = factories.clone();
+            for (module, scopes) in package.modules.iter().zip(&scopes_per_module) {
+                for scope in scopes.iter().filter(|scope| scope.function.is_some()) {
+                    let models = model_names(package, module, scope, &factories, &HashSet::new());
+                    if returns_model(package, module, scope, &models, &factories) {
+                        found.insert(scope.qualified_name.clone());
+                    }
+                }
+            }
+            if found == factories {
+                break;
+            }
+            factories = found;
+        }
+        let mut modules = Vec::new();
+        let mut functions = HashMap::new();
+        for (module, scopes) in package.modules.iter().zip(scopes_per_module.drain(..)) {
+            let mut models: Vec<HashSet<String>> = Vec::new();
+            let top_level_models =
+                model_names(package, module, &scopes[0], &factories, &HashSet::new());
+            for scope in &scopes {
+                if scope.function.is_none() {
+                    models.push(top_level_models.clone());
+                } else {
+                    models.push(model_names(
+                        package,
+                        module,
+                        scope,
+                        &factories,
+                        &top_level_models,
+                    ));
+                }
+            }
+            let mut analysis = ModuleAnalysis {
+                module,
+                scopes,
+                sites: Vec::new(),
+                models,
+                assumed_models: Vec::new(),
+            };
+            find_sites(package, &mut analysis);
+            for (index, scope) in analysis.scopes.iter().enumerate() {
+                let Some(function) = scope.function else {
+                    continue;
+                };
+                let direct = analysis
+                    .sites
+                    .iter()
+                    .filter(|site| site.scope == index)
+                    .map(|site| site.pattern)
+                    .collect::<HashSet<_>>();
+                functions.insert(
+                    scope.qualified_name.clone(),
+                    FunctionSummary {
+                        module: module.name.clone(),
+                        reaches: direct.clone(),
+                        direct,
+                        calls: called_functions(package, module, scope),
+                        returns_model: factories.contains(&scope.qualified_name),
+                        defined_conditionally: scope.defined_conditionally,
+                        range: span(function),
+                    },
+                );
+            }
+            modules.push(analysis);
+        }
+        // Propagate through calls until nothing changes (the call graph may have cycles).
+        loop {
+            let mut changed = false;
+            let snapshot: HashMap<String, HashSet<TrainingPattern>> = functions
+                .iter()
+                .map(|(name, summary)| (name.clone(), summary.reaches.clone()))
+                .collect();
+            for summary in functions.values_mut() {
+                for callee in &summary.calls {
+                    if let Some(reached) = snapshot.get(callee) {
+                        for pattern in reached {
+                            changed |= summary.reaches.insert(*pattern);
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Analysis {
+            package,
+            modules,
+            functions,
+        }
+    }
+
+    /// The patterns a scope reaches through calls to package functions.
+    pub fn reached_through_calls(
+        &self,
+        module: &ModuleAnalysis,
+        scope: &Scope,
+    ) -> HashSet<TrainingPattern> {
+        called_functions(self.package, module.module, scope)
+            .iter()
+            .filter_map(|callee| self.functions.get(callee))
+            .flat_map(|summary| summary.reaches.iter().copied())
+            .collect()
+    }
+}
+
+fn is_tf_function_decorator(bindings: &Bindings, decorator: &Expr) -> bool {
+    let target = match decorator {
+        Expr::Call(call) => call.func.as_ref(),
+        other => other,
+    };
+    bindings
+        .resolve(target)
+        .is_some_and(|name| library::is_tf_function(&name))
+}
+
+/// Every scope of a module: its top level first, then each function and method.
+fn collect_scopes<'a>(module: &'a Module, package: &Package) -> Vec<Scope<'a>> {
+    let mut scopes = vec![Scope {
+        qualified_name: module.name.clone(),
+        function: None,
+        body: &module.body,
+        bindings: module.bindings.clone(),
+        parameters: Vec::new(),
+        is_tf_function: false,
+        class: None,
+        parent: None,
+        defined_conditionally: false,
+    }];
+    collect_nested_scopes(
+        module,
+        package,
+        &module.body,
+        0,
+        &module.name,
+        None,
+        false,
+        &mut scopes,
+    );
+    scopes
+}
+
+#[allow(clippy::too_many_arguments)]
+fn collect_nested_scopes<'a>(
+    module: &'a Module,
+    package: &Package,
+    body: &'a [Stmt],
+    parent: usize,
+    prefix: &str,
+    class: Option<&'a ast::StmtClassDef>,
+    conditional: bool,
+    scopes: &mut Vec<Scope<'a>>,
+) {
+    for stmt in body {
+        match stmt {
+            Stmt::FunctionDef(ast::StmtFunctionDef {
+                name,
+                args,
+                body: function_body,
+                decorator_list,
+                ..
+            })
+            | Stmt::AsyncFunctionDef(ast::StmtAsyncFunctionDef {
+                name,
+                args,
+                body: function_body,
+                decorator_list,
+                ..
+            }) => {
+                let inherited = &scopes[parent].bindings;
+                let context = module.context(&package.module_names);
+                let bindings = collect_bindings(function_body, &context, inherited);
+                let parameters = args
+                    .posonlyargs
+                    .iter()
+                    .chain(args.args.iter())
+                    .chain(args.kwonlyargs.iter())
+                    .map(|argument| argument.def.arg.to_string())
+                    .collect();
+                let is_tf_function = decorator_list
+                    .iter()
+                    .any(|decorator| is_tf_function_decorator(&bindings, decorator));
+                let qualified_name = format!("{prefix}.{name}");
+                scopes.push(Scope {
+                    qualified_name: qualified_name.clone(),
+                    function: Some(stmt),
+                    body: function_body,
+                    bindings,
+                    parameters,
+                    is_tf_function,
+                    class,
+                    parent: Some(parent),
+                    defined_conditionally: conditional,
+                });
+                let index = scopes.len() - 1;
+                collect_nested_scopes(
+                    module,
+                    package,
+                    function_body,
+                    index,
+                    &qualified_name,
+                    None,
+                    false,
+                    scopes,
+                );
+            }
+            Stmt::ClassDef(class_def) => {
+                let qualified_name = format!("{prefix}.{}", class_def.name);
+                collect_nested_scopes(
+                    module,
+                    package,
+                    &class_def.body,
+                    parent,
+                    &qualified_name,
+                    Some(class_def),
+                    conditional,
+                    scopes,
+                );
+            }
+            other => {
+                for nested in nested_bodies(other) {
+                    collect_nested_scopes(
+                        module, package, nested, parent, prefix, class, true, scopes,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The final name of the function or class a call invokes, if the package or library defines it.
+pub fn callee_name(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    func: &Expr,
+) -> Option<String> {
+    if let Some(raw) = scope.bindings.resolve_raw(func) {
+        return Some(package.final_name(&raw));
+    }
+    // A function or class defined in the same module.
+    let name = dotted_name(func)?;
+    let first = name.split('.').next()?;
+    module
+        .definition(first)
+        .map(|_| package.final_name(&format!("{}.{name}", module.name)))
+}
+
+/// Whether a call creates a Keras model: a model class (package or library),
+/// a library loader, or a package model factory.
+fn creates_model(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    call: &ast::ExprCall,
+    factories: &HashSet<String>,
+) -> bool {
+    let Some(callee) = callee_name(package, module, scope, &call.func) else {
+        return false;
+    };
+    library::returns_model(&callee)
+        || factories.contains(&callee)
+        || package.is_subclass(&callee, KERAS_MODEL)
+}
+
+/// Names bound to Keras model instances in a scope.
+fn model_names(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    factories: &HashSet<String>,
+    globals: &HashSet<String>,
+) -> HashSet<String> {
+    let mut models = HashSet::new();
+    let mut assigned_other = HashSet::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt {
+            for target in &assign.targets {
+                let Expr::Name(name) = target else { continue };
+                match assign.value.as_ref() {
+                    Expr::Call(call) if creates_model(package, module, scope, call, factories) => {
+                        models.insert(name.id.to_string());
+                    }
+                    _ => {
+                        assigned_other.insert(name.id.to_string());
+                    }
+                }
+            }
+        }
+        for call in calls_in_statement(stmt) {
+            // `x.compile(...)` marks `x` as a Keras model (duck typing, as Keras does).
+            if let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "compile"
+                && let Expr::Name(receiver) = attribute.value.as_ref()
+                && !call.keywords.is_empty() | !call.args.is_empty()
+            {
+                models.insert(receiver.id.to_string());
+            }
+        }
+    });
+    for global in globals {
+        if !assigned_other.contains(global) && !scope.parameters.contains(global) {
+            models.insert(global.clone());
+        }
+    }
+    models
+}
+
+fn returns_model(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    models: &HashSet<String>,
+    factories: &HashSet<String>,
+) -> bool {
+    let mut found = false;
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Return(ast::StmtReturn {
+            value: Some(value), ..
+        }) = stmt
+        {
+            found |= match value.as_ref() {
+                Expr::Name(name) => models.contains(name.id.as_str()),
+                Expr::Call(call) => creates_model(package, module, scope, call, factories),
+                _ => false,
+            };
+        }
+    });
+    found
+}
+
+/// Keyword arguments only Keras's `fit` takes: evidence that a receiver we
+/// cannot resolve (a parameter) is a Keras model rather than, say, scikit-learn.
+const KERAS_FIT_KEYWORDS: &[&str] = &[
+    "epochs",
+    "callbacks",
+    "steps_per_epoch",
+    "validation_data",
+    "validation_steps",
+    "initial_epoch",
+];
+
+fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
+    let imports_tensorflow =
+        analysis.module.bindings.iter().any(|(_, binding)| {
+            library::is_tensorflow(&library::canonical_name(&binding.qualified))
+        });
+    let mut sites = Vec::new();
+    let mut assumed = Vec::new();
+    for (index, scope) in analysis.scopes.iter().enumerate() {
+        let in_model_step = scope.class.is_some_and(|class| {
+            matches!(scope.name(), "train_step" | "test_step")
+                && package.is_subclass(
+                    &format!("{}.{}", analysis.module.name, class.name),
+                    KERAS_MODEL,
+                )
+        });
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if let Stmt::With(with) = stmt
+                && !in_model_step
+                && with
+                    .items
+                    .iter()
+                    .any(|item| is_gradient_tape_call(&scope.bindings, &item.context_expr))
+            {
+                sites.push(TrainingSite {
+                    pattern: TrainingPattern::GradientTape,
+                    range: span(stmt),
+                    scope: index,
+                });
+            }
+            for call in calls_in_statement(stmt) {
+                let Expr::Attribute(attribute) = call.func.as_ref() else {
+                    continue;
+                };
+                if attribute.attr.as_str() != "fit" {
+                    continue;
+                }
+                let is_model = match attribute.value.as_ref() {
+                    Expr::Name(receiver) => {
+                        let name = receiver.id.as_str();
+                        if analysis.models[index].contains(name) {
+                            true
+                        } else if scope.parameters.iter().any(|p| p == name)
+                            && imports_tensorflow
+                            && call.keywords.iter().any(|k| {
+                                k.arg
+                                    .as_ref()
+                                    .is_some_and(|a| KERAS_FIT_KEYWORDS.contains(&a.as_str()))
+                            })
+                        {
+                            assumed.push((index, name.to_string(), span(call)));
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Expr::Call(inner) => {
+                        creates_model(package, analysis.module, scope, inner, &HashSet::new())
+                    }
+                    _ => false,
+                };
+                if is_model {
+                    sites.push(TrainingSite {
+                        pattern: TrainingPattern::Keras,
+                        range: span(call),
+                        scope: index,
+                    });
+                }
+            }
+        });
+    }
+    sites.sort_by_key(|site| site.range.start);
+    analysis.sites = sites;
+    analysis.assumed_models = assumed;
+}
+
+pub fn is_gradient_tape_call(bindings: &Bindings, expr: &Expr) -> bool {
+    let Expr::Call(call) = expr else { return false };
+    bindings
+        .resolve(&call.func)
+        .is_some_and(|name| library::is_gradient_tape(&name))
+}
+
+/// Package functions a scope calls (not counting nested scopes).
+pub fn called_functions(package: &Package, module: &Module, scope: &Scope) -> HashSet<String> {
+    let mut called = HashSet::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if is_scope(stmt) {
+            return;
+        }
+        for call in calls_in_statement(stmt) {
+            if let Some(name) = callee_name(package, module, scope, &call.func)
+                && !library::is_tensorflow(&name)
+            {
+                called.insert(name);
+            }
+        }
+    });
+    called
+}

@@ -1,0 +1,277 @@
+//! Borrowing walks over the syntax tree: nested statement lists and the
+//! expressions of a statement. Depth is bounded so that pathological input
+//! cannot exhaust the stack (the parser already refuses what CPython refuses).
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+/// Deeper expressions than this are not looked into.
+const MAX_EXPRESSION_DEPTH: usize = 400;
+
+/// The statement lists nested directly in `stmt` (bodies of compound statements).
+pub fn nested_bodies(stmt: &Stmt) -> Vec<&[Stmt]> {
+    match stmt {
+        Stmt::FunctionDef(function) => vec![&function.body],
+        Stmt::AsyncFunctionDef(function) => vec![&function.body],
+        Stmt::ClassDef(class) => vec![&class.body],
+        Stmt::For(node) => vec![&node.body, &node.orelse],
+        Stmt::AsyncFor(node) => vec![&node.body, &node.orelse],
+        Stmt::While(node) => vec![&node.body, &node.orelse],
+        Stmt::If(node) => vec![&node.body, &node.orelse],
+        Stmt::With(node) => vec![&node.body],
+        Stmt::AsyncWith(node) => vec![&node.body],
+        Stmt::Match(node) => node.cases.iter().map(|case| case.body.as_slice()).collect(),
+        Stmt::Try(node) => try_bodies(&node.body, &node.handlers, &node.orelse, &node.finalbody),
+        Stmt::TryStar(node) => {
+            try_bodies(&node.body, &node.handlers, &node.orelse, &node.finalbody)
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn try_bodies<'a>(
+    body: &'a [Stmt],
+    handlers: &'a [ast::ExceptHandler],
+    orelse: &'a [Stmt],
+    finalbody: &'a [Stmt],
+) -> Vec<&'a [Stmt]> {
+    let mut bodies = vec![body];
+    for handler in handlers {
+        let ast::ExceptHandler::ExceptHandler(handler) = handler;
+        bodies.push(&handler.body);
+    }
+    bodies.push(orelse);
+    bodies.push(finalbody);
+    bodies
+}
+
+/// Whether `stmt` starts a new Python scope (its body is not executed in place).
+pub fn is_scope(stmt: &Stmt) -> bool {
+    matches!(
+        stmt,
+        Stmt::FunctionDef(_) | Stmt::AsyncFunctionDef(_) | Stmt::ClassDef(_)
+    )
+}
+
+/// Visits every statement of `body` in source order, descending into nested
+/// blocks but not into function or class bodies when `enter_scopes` is false.
+pub fn for_each_statement<'a>(
+    body: &'a [Stmt],
+    enter_scopes: bool,
+    visit: &mut dyn FnMut(&'a Stmt),
+) {
+    for stmt in body {
+        visit(stmt);
+        if enter_scopes || !is_scope(stmt) {
+            for nested in nested_bodies(stmt) {
+                for_each_statement(nested, enter_scopes, visit);
+            }
+        }
+    }
+}
+
+/// The expressions that belong to `stmt` itself (not to nested statements).
+pub fn own_expressions(stmt: &Stmt) -> Vec<&Expr> {
+    match stmt {
+        Stmt::FunctionDef(function) => {
+            let mut expressions: Vec<&Expr> = function.decorator_list.iter().collect();
+            expressions.extend(argument_defaults(&function.args));
+            expressions
+        }
+        Stmt::AsyncFunctionDef(function) => {
+            let mut expressions: Vec<&Expr> = function.decorator_list.iter().collect();
+            expressions.extend(argument_defaults(&function.args));
+            expressions
+        }
+        Stmt::ClassDef(class) => {
+            let mut expressions: Vec<&Expr> = class.decorator_list.iter().collect();
+            expressions.extend(class.bases.iter());
+            expressions.extend(class.keywords.iter().map(|keyword| &keyword.value));
+            expressions
+        }
+        Stmt::Return(node) => node.value.iter().map(|value| value.as_ref()).collect(),
+        Stmt::Delete(node) => node.targets.iter().collect(),
+        Stmt::Assign(node) => {
+            let mut expressions: Vec<&Expr> = node.targets.iter().collect();
+            expressions.push(&node.value);
+            expressions
+        }
+        Stmt::AugAssign(node) => vec![&node.target, &node.value],
+        Stmt::AnnAssign(node) => {
+            let mut expressions: Vec<&Expr> = vec![&node.target];
+            expressions.extend(node.value.as_deref());
+            expressions
+        }
+        Stmt::For(node) => vec![&node.target, &node.iter],
+        Stmt::AsyncFor(node) => vec![&node.target, &node.iter],
+        Stmt::While(node) => vec![&node.test],
+        Stmt::If(node) => vec![&node.test],
+        Stmt::With(node) => with_expressions(&node.items),
+        Stmt::AsyncWith(node) => with_expressions(&node.items),
+        Stmt::Match(node) => vec![&node.subject],
+        Stmt::Raise(node) => node
+            .exc
+            .iter()
+            .chain(node.cause.iter())
+            .map(|e| e.as_ref())
+            .collect(),
+        Stmt::Try(node) => handler_types(&node.handlers),
+        Stmt::TryStar(node) => handler_types(&node.handlers),
+        Stmt::Assert(node) => {
+            let mut expressions: Vec<&Expr> = vec![&node.test];
+            expressions.extend(node.msg.as_deref());
+            expressions
+        }
+        Stmt::Expr(node) => vec![&node.value],
+        _ => Vec::new(),
+    }
+}
+
+fn argument_defaults(arguments: &ast::Arguments) -> impl Iterator<Item = &Expr> {
+    arguments
+        .posonlyargs
+        .iter()
+        .chain(arguments.args.iter())
+        .chain(arguments.kwonlyargs.iter())
+        .filter_map(|argument| argument.default.as_deref())
+}
+
+fn with_expressions(items: &[ast::WithItem]) -> Vec<&Expr> {
+    items
+        .iter()
+        .flat_map(|item| std::iter::once(&item.context_expr).chain(item.optional_vars.as_deref()))
+        .collect()
+}
+
+fn handler_types(handlers: &[ast::ExceptHandler]) -> Vec<&Expr> {
+    handlers
+        .iter()
+        .filter_map(|handler| {
+            let ast::ExceptHandler::ExceptHandler(handler) = handler;
+            handler.type_.as_deref()
+        })
+        .collect()
+}
+
+/// The direct sub-expressions of `expr`.
+pub fn child_expressions(expr: &Expr) -> Vec<&Expr> {
+    match expr {
+        Expr::BoolOp(node) => node.values.iter().collect(),
+        Expr::NamedExpr(node) => vec![&node.target, &node.value],
+        Expr::BinOp(node) => vec![&node.left, &node.right],
+        Expr::UnaryOp(node) => vec![&node.operand],
+        Expr::Lambda(node) => vec![&node.body],
+        Expr::IfExp(node) => vec![&node.test, &node.body, &node.orelse],
+        Expr::Dict(node) => node
+            .keys
+            .iter()
+            .flatten()
+            .chain(node.values.iter())
+            .collect(),
+        Expr::Set(node) => node.elts.iter().collect(),
+        Expr::ListComp(node) => comprehension(&node.elt, None, &node.generators),
+        Expr::SetComp(node) => comprehension(&node.elt, None, &node.generators),
+        Expr::DictComp(node) => comprehension(&node.key, Some(&node.value), &node.generators),
+        Expr::GeneratorExp(node) => comprehension(&node.elt, None, &node.generators),
+        Expr::Await(node) => vec![&node.value],
+        Expr::Yield(node) => node.value.iter().map(|value| value.as_ref()).collect(),
+        Expr::YieldFrom(node) => vec![&node.value],
+        Expr::Compare(node) => std::iter::once(node.left.as_ref())
+            .chain(node.comparators.iter())
+            .collect(),
+        Expr::Call(node) => std::iter::once(node.func.as_ref())
+            .chain(node.args.iter())
+            .chain(node.keywords.iter().map(|keyword| &keyword.value))
+            .collect(),
+        Expr::FormattedValue(node) => std::iter::once(node.value.as_ref())
+            .chain(node.format_spec.as_deref())
+            .collect(),
+        Expr::JoinedStr(node) => node.values.iter().collect(),
+        Expr::Attribute(node) => vec![&node.value],
+        Expr::Subscript(node) => vec![&node.value, &node.slice],
+        Expr::Starred(node) => vec![&node.value],
+        Expr::List(node) => node.elts.iter().collect(),
+        Expr::Tuple(node) => node.elts.iter().collect(),
+        Expr::Slice(node) => [&node.lower, &node.upper, &node.step]
+            .into_iter()
+            .filter_map(|part| part.as_deref())
+            .collect(),
+        Expr::Constant(_) | Expr::Name(_) => Vec::new(),
+    }
+}
+
+fn comprehension<'a>(
+    element: &'a Expr,
+    value: Option<&'a Expr>,
+    generators: &'a [ast::Comprehension],
+) -> Vec<&'a Expr> {
+    let mut expressions = vec![element];
+    expressions.extend(value);
+    for generator in generators {
+        expressions.push(&generator.target);
+        expressions.push(&generator.iter);
+        expressions.extend(generator.ifs.iter());
+    }
+    expressions
+}
+
+/// Visits `expr` and every expression inside it, outermost first.
+pub fn walk_expression<'a>(expr: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
+    walk_expression_bounded(expr, visit, 0);
+}
+
+fn walk_expression_bounded<'a>(expr: &'a Expr, visit: &mut dyn FnMut(&'a Expr), depth: usize) {
+    if depth > MAX_EXPRESSION_DEPTH {
+        return;
+    }
+    visit(expr);
+    for child in child_expressions(expr) {
+        walk_expression_bounded(child, visit, depth + 1);
+    }
+}
+
+/// Visits every expression of `stmt` itself (not of nested statements).
+pub fn walk_statement_expressions<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(&'a Expr)) {
+    for expr in own_expressions(stmt) {
+        walk_expression(expr, visit);
+    }
+}
+
+/// Every call expression in `stmt` itself (not in nested statements).
+pub fn calls_in_statement(stmt: &Stmt) -> Vec<&ast::ExprCall> {
+    let mut calls = Vec::new();
+    walk_statement_expressions(stmt, &mut |expr| {
+        if let Expr::Call(call) = expr {
+            calls.push(call);
+        }
+    });
+    calls
+}
+
+/// The dotted text of a name or attribute chain (`a.b.c`), if it is one.
+pub fn dotted_name(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Name(name) => Some(name.id.to_string()),
+        Expr::Attribute(attribute) => {
+            dotted_name(&attribute.value).map(|base| format!("{base}.{}", attribute.attr))
+        }
+        _ => None,
+    }
+}
+
+/// The keyword argument `name` of a call.
+pub fn keyword<'a>(call: &'a ast::ExprCall, name: &str) -> Option<&'a ast::Keyword> {
+    call.keywords
+        .iter()
+        .find(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg.as_str() == name))
+}
+
+/// The names a target expression binds (`a`, `a, b`, `[a, *b]`).
+pub fn target_names(target: &Expr) -> Vec<&str> {
+    match target {
+        Expr::Name(name) => vec![name.id.as_str()],
+        Expr::Tuple(tuple) => tuple.elts.iter().flat_map(target_names).collect(),
+        Expr::List(list) => list.elts.iter().flat_map(target_names).collect(),
+        Expr::Starred(starred) => target_names(&starred.value),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,188 @@
+//! The pipeline from files to verified rewrites: load and parse the package
+//! once, analyse it once, run the rules on each training module in scope,
+//! apply the edits and check that the result parses.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use crate::analysis::package::{FileProblem, FileProblemKind, Package};
+use crate::analysis::training::Analysis;
+use crate::diagnostics::Severity;
+use crate::python::edit::apply_edits;
+use crate::python::parse::parse_module;
+use crate::python::source::SourceFile;
+use crate::rules::{Classification, rewrite_module};
+use crate::workspace::discover::discover_python_files;
+
+/// A diagnostic placed in its file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LocatedDiagnostic {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub severity: Severity,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    pub message: String,
+    pub suggestion: Option<String>,
+}
+
+/// The outcome for one training module.
+#[derive(Debug, Clone)]
+pub struct ModuleOutcome {
+    pub relative_path: String,
+    pub path: PathBuf,
+    pub classification: Classification,
+    pub original: String,
+    /// The verified rewrite, when it differs from the original.
+    pub rewritten: Option<String>,
+    pub diagnostics: Vec<LocatedDiagnostic>,
+    /// Why a rewrite was produced but refused (it did not parse, edits conflicted).
+    pub rewrite_error: Option<String>,
+}
+
+impl ModuleOutcome {
+    pub fn changed(&self) -> bool {
+        self.rewritten.is_some()
+    }
+}
+
+/// Everything one run found.
+#[derive(Debug, Default)]
+pub struct RunOutcome {
+    pub modules: Vec<ModuleOutcome>,
+    pub problems: Vec<FileProblem>,
+}
+
+/// What to analyse and what to report on.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub root: PathBuf,
+    /// Report and rewrite only these files (relative paths); all when `None`.
+    pub scope: Option<HashSet<String>>,
+}
+
+/// Runs the whole pipeline on a package.
+pub fn run(request: &RunRequest) -> RunOutcome {
+    let (files, mut discovery_problems) = discover_python_files(&request.root);
+    let always_parse = request.scope.clone().unwrap_or_default();
+    let package = Package::load(&request.root, &files, &always_parse);
+    let mut outcome = analyse_package(&package, request.scope.as_ref());
+    if let Some(scope) = &request.scope {
+        discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
+        outcome
+            .problems
+            .retain(|problem| scope.contains(&problem.relative_path));
+    }
+    outcome.problems.extend(discovery_problems);
+    outcome
+        .problems
+        .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
+    outcome
+}
+
+/// Analyses a loaded package and rewrites its training modules in scope.
+pub fn analyse_package(package: &Package, scope: Option<&HashSet<String>>) -> RunOutcome {
+    let analysis = Analysis::new(package);
+    let mut modules = Vec::new();
+    for module in &analysis.modules {
+        let source = &module.module.source;
+        if scope.is_some_and(|scope| !scope.contains(&source.relative_path)) {
+            continue;
+        }
+        let Some(result) = rewrite_module(&analysis, module) else {
+            continue;
+        };
+        modules.push(verify(source, result));
+    }
+    RunOutcome {
+        modules,
+        problems: package.problems.clone(),
+    }
+}
+
+fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> ModuleOutcome {
+    let mut diagnostics: Vec<LocatedDiagnostic> = result
+        .diagnostics
+        .iter()
+        .map(|diagnostic| {
+            let start = source.location(diagnostic.range.start);
+            let end = source.location(diagnostic.range.end);
+            LocatedDiagnostic {
+                code: diagnostic.code.id(),
+                name: diagnostic.code.name(),
+                severity: diagnostic.severity,
+                line: start.line,
+                column: start.column,
+                end_line: end.line,
+                end_column: end.column,
+                message: diagnostic.message.clone(),
+                suggestion: diagnostic.suggestion.clone(),
+            }
+        })
+        .collect();
+    diagnostics.sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
+    diagnostics.dedup();
+    let mut outcome = ModuleOutcome {
+        relative_path: source.relative_path.clone(),
+        path: source.path.clone(),
+        classification: result.classification,
+        original: source.text.clone(),
+        rewritten: None,
+        diagnostics,
+        rewrite_error: None,
+    };
+    match apply_edits(&source.text, &result.edits) {
+        Err(conflict) => {
+            let at = source.location(conflict.second.range.start);
+            outcome.rewrite_error = Some(format!(
+                "internal error: two edits conflict at line {}, column {}; nothing was rewritten (please report this)",
+                at.line, at.column
+            ));
+        }
+        Ok(rewritten) if rewritten != source.text => {
+            match parse_module(&rewritten, &source.relative_path) {
+                Ok(_) => outcome.rewritten = Some(rewritten),
+                Err(error) => {
+                    outcome.rewrite_error = Some(format!(
+                        "internal error: the rewrite does not parse ({error}); nothing was written (please report this)"
+                    ))
+                }
+            }
+        }
+        Ok(_) => {}
+    }
+    outcome
+}
+
+/// The problem text for a file that could not be analysed.
+pub fn describe_problem(problem: &FileProblem) -> (Severity, String) {
+    match &problem.kind {
+        FileProblemKind::Error(error) => (Severity::Error, error.to_string()),
+        FileProblemKind::Empty => (
+            Severity::Warning,
+            "empty file: nothing to analyse".to_string(),
+        ),
+    }
+}
+
+/// Whether any diagnostic reaches `threshold`.
+pub fn has_diagnostic_at_least(outcome: &RunOutcome, threshold: Severity) -> bool {
+    outcome
+        .modules
+        .iter()
+        .flat_map(|module| module.diagnostics.iter())
+        .any(|diagnostic| diagnostic.severity >= threshold)
+}
+
+/// Runs `work` on a thread with a large stack: syntax trees of real files can
+/// be deep, and the walks over them are recursive.
+pub fn with_large_stack<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(256 * 1024 * 1024)
+        .spawn(work)
+        .expect("spawning the analysis thread")
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}

@@ -1,0 +1,111 @@
+//! Byte-range edits on the original text (SPEC 6): the rewrite is the
+//! original file with the smallest replacements, so every comment and line
+//! outside an edit survives byte for byte.
+
+use std::ops::Range;
+
+/// One replacement of a byte range of the original text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Edit {
+    pub range: Range<usize>,
+    pub content: String,
+}
+
+impl Edit {
+    pub fn insertion(offset: usize, content: impl Into<String>) -> Self {
+        Edit {
+            range: offset..offset,
+            content: content.into(),
+        }
+    }
+
+    pub fn deletion(range: Range<usize>) -> Self {
+        Edit {
+            range,
+            content: String::new(),
+        }
+    }
+
+    pub fn replacement(range: Range<usize>, content: impl Into<String>) -> Self {
+        Edit {
+            range,
+            content: content.into(),
+        }
+    }
+
+    fn overlaps(&self, other: &Edit) -> bool {
+        // Two insertions at the same point do not overlap: they are applied in order.
+        self.range.start < other.range.end && other.range.start < self.range.end
+    }
+}
+
+/// Two edits want to change the same bytes differently: a rule bug, reported
+/// rather than resolved by guessing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictingEdits {
+    pub first: Edit,
+    pub second: Edit,
+}
+
+/// Applies edits in one left-to-right pass. Identical edits (the same import
+/// wanted by two rules) are applied once; insertions at the same offset keep
+/// the order in which rules produced them.
+pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, ConflictingEdits> {
+    let mut ordered: Vec<(usize, &Edit)> = edits.iter().enumerate().collect();
+    ordered.sort_by(|(order_a, a), (order_b, b)| {
+        (a.range.start, a.range.end, *order_a).cmp(&(b.range.start, b.range.end, *order_b))
+    });
+    let mut unique: Vec<&Edit> = Vec::with_capacity(ordered.len());
+    for (_, edit) in ordered {
+        if unique.contains(&edit) {
+            continue;
+        }
+        if let Some(previous) = unique.last()
+            && previous.overlaps(edit)
+        {
+            return Err(ConflictingEdits {
+                first: (*previous).clone(),
+                second: edit.clone(),
+            });
+        }
+        unique.push(edit);
+    }
+    let mut output = String::with_capacity(text.len() + 256);
+    let mut cursor = 0;
+    for edit in unique {
+        output.push_str(&text[cursor..edit.range.start]);
+        output.push_str(&edit.content);
+        cursor = edit.range.end;
+    }
+    output.push_str(&text[cursor..]);
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_apply_left_to_right_and_duplicates_once() {
+        let text = "abc def";
+        let edits = vec![
+            Edit::replacement(4..7, "xyz"),
+            Edit::insertion(0, ">"),
+            Edit::insertion(0, ">"),
+            Edit::insertion(3, "!"),
+        ];
+        assert_eq!(apply_edits(text, &edits).unwrap(), ">abc! xyz");
+    }
+
+    #[test]
+    fn insertions_at_one_offset_keep_rule_order() {
+        let edits = vec![Edit::insertion(1, "1"), Edit::insertion(1, "2")];
+        assert_eq!(apply_edits("ab", &edits).unwrap(), "a12b");
+    }
+
+    #[test]
+    fn overlapping_edits_are_refused() {
+        let edits = vec![Edit::replacement(0..3, "x"), Edit::replacement(2..4, "y")];
+        assert!(apply_edits("abcd", &edits).is_err());
+    }
+}

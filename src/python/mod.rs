@@ -1,0 +1,5 @@
+//! Python source handling: text and positions, parsing, byte-range edits.
+
+pub mod edit;
+pub mod parse;
+pub mod source;

@@ -1,0 +1,152 @@
+//! Reading and parsing one file, with the errors a user can act on: the file
+//! and the line and column where it goes wrong.
+
+use std::path::Path;
+
+use rustpython_parser::ast::{self, Ranged};
+use rustpython_parser::lexer::{LexResult, lex};
+use rustpython_parser::{Mode, Tok, parse_tokens};
+
+use super::source::{LineIndex, Location, SourceFile};
+
+/// CPython refuses more than 200 nested brackets ("too many nested
+/// parentheses") and more than 100 indentation levels; code past these limits
+/// cannot run, so it is reported as a syntax error instead of being walked
+/// (walking it recursively could exhaust the stack).
+const MAX_BRACKET_DEPTH: usize = 200;
+const MAX_INDENT_DEPTH: usize = 100;
+
+/// Why a file could not be analysed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read file: {0}")]
+    Unreadable(String),
+    #[error("not valid UTF-8 at line {}, column {}: Python source must be UTF-8", .location.line, .location.column)]
+    InvalidUtf8 { location: Location },
+    #[error("syntax error at line {}, column {}: {message}", .location.line, .location.column)]
+    Syntax { location: Location, message: String },
+}
+
+impl LoadError {
+    pub fn location(&self) -> Option<Location> {
+        match self {
+            LoadError::Unreadable(_) => None,
+            LoadError::InvalidUtf8 { location } | LoadError::Syntax { location, .. } => {
+                Some(*location)
+            }
+        }
+    }
+}
+
+/// Decodes the bytes of a file as UTF-8, naming the position of the first bad byte.
+pub fn decode(bytes: Vec<u8>) -> Result<String, LoadError> {
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = error.utf8_error().valid_up_to();
+        let bytes = error.into_bytes();
+        let prefix = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
+        let line = prefix.matches('\n').count() + 1;
+        let column = prefix.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        LoadError::InvalidUtf8 {
+            location: Location { line, column },
+        }
+    })
+}
+
+/// Reads a file from disk.
+pub fn read_source(path: &Path, relative_path: String) -> Result<SourceFile, LoadError> {
+    let bytes = std::fs::read(path).map_err(|error| LoadError::Unreadable(error.to_string()))?;
+    let text = decode(bytes)?;
+    Ok(SourceFile::new(relative_path, path.to_path_buf(), text))
+}
+
+/// Parses Python source into statements.
+pub fn parse_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError> {
+    let line_index = LineIndex::new(text);
+    let syntax_error = |offset: usize, message: String| LoadError::Syntax {
+        location: line_index.location(text, offset),
+        message,
+    };
+    let mut tokens: Vec<LexResult> = Vec::new();
+    let mut bracket_depth = 0usize;
+    let mut indent_depth = 0usize;
+    for token in lex(text, Mode::Module) {
+        match &token {
+            Ok((tok, range)) => {
+                match tok {
+                    Tok::Lpar | Tok::Lsqb | Tok::Lbrace => bracket_depth += 1,
+                    Tok::Rpar | Tok::Rsqb | Tok::Rbrace => {
+                        bracket_depth = bracket_depth.saturating_sub(1)
+                    }
+                    Tok::Indent => indent_depth += 1,
+                    Tok::Dedent => indent_depth = indent_depth.saturating_sub(1),
+                    _ => {}
+                }
+                if bracket_depth > MAX_BRACKET_DEPTH {
+                    return Err(syntax_error(
+                        range.start().to_usize(),
+                        format!(
+                            "too many nested parentheses (more than {MAX_BRACKET_DEPTH}, as CPython refuses)"
+                        ),
+                    ));
+                }
+                if indent_depth > MAX_INDENT_DEPTH {
+                    return Err(syntax_error(
+                        range.start().to_usize(),
+                        format!(
+                            "too many levels of indentation (more than {MAX_INDENT_DEPTH}, as CPython refuses)"
+                        ),
+                    ));
+                }
+            }
+            Err(error) => {
+                return Err(syntax_error(
+                    error.location.to_usize(),
+                    error.error.to_string(),
+                ));
+            }
+        }
+        tokens.push(token);
+    }
+    match parse_tokens(tokens, Mode::Module, path) {
+        Ok(ast::Mod::Module(module)) => Ok(module.body),
+        Ok(_) => Ok(Vec::new()),
+        Err(error) => Err(syntax_error(
+            error.offset.to_usize(),
+            error.error.to_string(),
+        )),
+    }
+}
+
+/// Byte range of any node.
+pub fn span(node: &impl Ranged) -> std::ops::Range<usize> {
+    node.start().to_usize()..node.end().to_usize()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let error = parse_module("x = 1\ny = (2 +\n", "t.py").unwrap_err();
+        assert!(matches!(error, LoadError::Syntax { location, .. } if location.line >= 2));
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_position() {
+        let error = decode(b"a = 1\n# \xff\n".to_vec()).unwrap_err();
+        assert_eq!(
+            error,
+            LoadError::InvalidUtf8 {
+                location: Location { line: 2, column: 3 }
+            }
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_a_syntax_error_not_a_crash() {
+        let source = format!("x = {}1{}\n", "(".repeat(5000), ")".repeat(5000));
+        let error = parse_module(&source, "deep.py").unwrap_err();
+        assert!(error.to_string().contains("too many nested parentheses"));
+    }
+}

@@ -1,0 +1,80 @@
+//! Machine-readable output; the schema is documented in `docs/json.md`.
+
+use serde::Serialize;
+
+use super::unified_diff;
+use crate::engine::{LocatedDiagnostic, RunOutcome, describe_problem};
+
+/// Version of the JSON shape; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    version: u32,
+    modules: Vec<ModuleReport<'a>>,
+    errors: Vec<FileError>,
+}
+
+#[derive(Serialize)]
+struct ModuleReport<'a> {
+    path: &'a str,
+    pattern: &'static str,
+    changed: bool,
+    diagnostics: &'a [LocatedDiagnostic],
+    diff: String,
+    rewrite_error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct FileError {
+    path: String,
+    severity: &'static str,
+    line: Option<usize>,
+    column: Option<usize>,
+    message: String,
+}
+
+pub fn render(outcome: &RunOutcome) -> String {
+    let report = Report {
+        version: SCHEMA_VERSION,
+        modules: outcome
+            .modules
+            .iter()
+            .map(|module| ModuleReport {
+                path: &module.relative_path,
+                pattern: module.classification.name(),
+                changed: module.changed(),
+                diagnostics: &module.diagnostics,
+                diff: module
+                    .rewritten
+                    .as_ref()
+                    .map(|rewritten| {
+                        unified_diff(&module.relative_path, &module.original, rewritten)
+                    })
+                    .unwrap_or_default(),
+                rewrite_error: module.rewrite_error.as_deref(),
+            })
+            .collect(),
+        errors: outcome
+            .problems
+            .iter()
+            .map(|problem| {
+                let (severity, message) = describe_problem(problem);
+                let location = match &problem.kind {
+                    crate::analysis::package::FileProblemKind::Error(error) => error.location(),
+                    crate::analysis::package::FileProblemKind::Empty => None,
+                };
+                FileError {
+                    path: problem.relative_path.clone(),
+                    severity: severity.name(),
+                    line: location.map(|at| at.line),
+                    column: location.map(|at| at.column),
+                    message,
+                }
+            })
+            .collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&report).expect("the report serialises");
+    text.push('\n');
+    text
+}

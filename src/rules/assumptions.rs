@@ -1,0 +1,315 @@
+//! Assumption warnings (seed 000 §2.1 and §3.1, SPEC 7): the code shapes the
+//! rewrite relies on, reported at the statement that breaks them.
+
+use std::collections::HashMap;
+
+use rustpython_parser::ast::{Expr, Stmt};
+
+use super::common::ModuleRewrite;
+use crate::analysis::bindings::BindingKind;
+use crate::analysis::library::{self, LibraryClass};
+use crate::analysis::walk::{
+    for_each_statement, is_scope, nested_bodies, walk_statement_expressions,
+};
+use crate::diagnostics::{Code, Diagnostic};
+use crate::python::parse::span;
+
+pub fn check(rewrite: &mut ModuleRewrite) {
+    imports_at_top(rewrite);
+    tensorflow_bindings(rewrite);
+    optimizer_lifecycle(rewrite);
+    training_functions_as_values(rewrite);
+    assumed_models(rewrite);
+}
+
+fn imports_tensorflow_or_keras(stmt: &Stmt) -> bool {
+    let is_ml = |name: &str| {
+        let first = name.split('.').next().unwrap_or_default();
+        matches!(first, "tensorflow" | "keras" | "tf_keras" | "horovod")
+    };
+    match stmt {
+        Stmt::Import(import) => import.names.iter().any(|alias| is_ml(alias.name.as_str())),
+        Stmt::ImportFrom(import) => import.module.as_deref().is_some_and(is_ml),
+        _ => false,
+    }
+}
+
+/// Restriction 1: imports at the top of the module (tensorflow imports in functions count too).
+fn imports_at_top(rewrite: &mut ModuleRewrite) {
+    let body = &rewrite.module.module.body;
+    let mut seen_code = false;
+    let mut late = Vec::new();
+    for (index, stmt) in body.iter().enumerate() {
+        match stmt {
+            Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                if seen_code {
+                    late.push(span(stmt));
+                }
+            }
+            Stmt::Expr(_) if index == 0 => {}
+            Stmt::Try(node)
+                if node
+                    .body
+                    .iter()
+                    .all(|inner| matches!(inner, Stmt::Import(_) | Stmt::ImportFrom(_))) => {}
+            _ => {
+                seen_code |=
+                    is_scope(stmt) || !matches!(stmt, Stmt::If(_) | Stmt::Assign(_) | Stmt::Expr(_))
+            }
+        }
+    }
+    for range in late {
+        rewrite.diagnose(
+            Diagnostic::new(Code::ImportNotAtTop, range, "import after other code: the Horovod init block is placed after the last top-level import, so code above this line runs before hvd.init()")
+                .with_suggestion("move the import to the import block at the top of the module"),
+        );
+    }
+    for scope in rewrite.module.scopes.iter().skip(1) {
+        for stmt in scope.body {
+            if imports_tensorflow_or_keras(stmt) {
+                rewrite.diagnostics.push(
+                    Diagnostic::new(Code::ImportNotAtTop, span(stmt), format!("TensorFlow is imported inside `{}`: generated code uses a module-level import instead", scope.name()))
+                        .with_suggestion("import tensorflow at the top of the module"),
+                );
+            }
+        }
+    }
+}
+
+/// Restrictions 2 and 3: tensorflow bound only by import; members not aliased.
+fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
+    let mut bindings: Vec<(String, crate::analysis::bindings::Binding)> = Vec::new();
+    for scope in &rewrite.module.scopes {
+        for (name, binding) in scope.bindings.iter() {
+            if !bindings
+                .iter()
+                .any(|(_, known)| known.statement == binding.statement)
+            {
+                bindings.push((name.clone(), binding.clone()));
+            }
+        }
+    }
+    bindings.sort_by_key(|(_, binding)| binding.statement.start);
+    for (name, binding) in bindings {
+        match binding.kind {
+            BindingKind::DynamicImport if library::is_tensorflow(&library::canonical_name(&binding.qualified)) => rewrite.diagnose(
+                Diagnostic::new(Code::TensorflowBoundWithoutImport, binding.statement.clone(), format!("`{name}` is bound to {} without an import statement; the tool resolved it, but other dynamic forms would be missed", binding.qualified))
+                    .with_suggestion(format!("write `import {} as {name}`", binding.qualified)),
+            ),
+            BindingKind::MemberAlias => rewrite.diagnose(
+                Diagnostic::new(Code::TensorflowMemberAliased, binding.statement.clone(), format!("`{name}` aliases `{}`; the tool resolved it here, but a later reassignment of `{name}` would not be followed", binding.qualified))
+                    .with_suggestion(format!("use `{}` directly, or import it with `from ... import`", binding.qualified)),
+            ),
+            BindingKind::Import if library::is_standalone_keras(&binding.qualified) => rewrite.diagnose(
+                Diagnostic::new(Code::Keras3, binding.statement.clone(), "standalone `keras` is Keras 3 on TensorFlow >= 2.16; Horovod's Keras integration needs tf.keras 2")
+                    .with_suggestion("install `tf_keras`, import it instead of `keras`, and set TF_USE_LEGACY_KERAS=1"),
+            ),
+            _ => {}
+        }
+    }
+    // `getattr(tf.keras.optimizers, name)`: a tensorflow member chosen at run time.
+    let module = rewrite.module;
+    for scope in &module.scopes {
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && let Expr::Call(call) = assign.value.as_ref()
+                && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "getattr")
+                && call
+                    .args
+                    .first()
+                    .and_then(|target| scope.bindings.resolve(target))
+                    .is_some_and(|name| library::is_tensorflow(&name))
+            {
+                rewrite.diagnose(
+                    Diagnostic::new(Code::TensorflowMemberAliased, span(stmt), "a TensorFlow member is looked up by name at run time; the tool cannot tell what it is, so objects built from it are not rewritten")
+                        .with_suggestion("construct the optimizer with an explicit class, e.g. `tf.keras.optimizers.Adam(...)`"),
+                );
+            }
+        });
+    }
+}
+
+/// Restrictions 5-7 and 9: each optimizer created once, unconditionally, not aliased or reassigned.
+fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    for (index, scope) in module.scopes.iter().enumerate() {
+        let mut creations: HashMap<String, Vec<std::ops::Range<usize>>> = HashMap::new();
+        let mut other_assignments: Vec<(String, std::ops::Range<usize>, bool)> = Vec::new();
+        let mut conditional = Vec::new();
+        visit_assignments(scope.body, false, &mut |stmt, nested| {
+            let Stmt::Assign(assign) = stmt else { return };
+            let is_optimizer = matches!(assign.value.as_ref(), Expr::Call(call) if matches!(rewrite.library_class_of_call(scope, call), Some(LibraryClass::Optimizer(_))));
+            for target in &assign.targets {
+                let Expr::Name(name) = target else { continue };
+                if is_optimizer {
+                    creations
+                        .entry(name.id.to_string())
+                        .or_default()
+                        .push(span(stmt));
+                    if nested {
+                        conditional.push(span(stmt));
+                    }
+                } else {
+                    let is_alias = matches!(assign.value.as_ref(), Expr::Name(_));
+                    other_assignments.push((name.id.to_string(), span(stmt), is_alias));
+                }
+            }
+        });
+        for range in conditional {
+            rewrite.diagnose(
+                Diagnostic::new(Code::CreatedConditionally, range, "the optimizer is created conditionally: each branch's optimizer is scaled, but the wrap or broadcast may follow only one of them")
+                    .with_suggestion("choose the optimizer class conditionally, then create it once unconditionally"),
+            );
+        }
+        let mut names: Vec<&String> = creations.keys().collect();
+        names.sort();
+        for name in names {
+            let ranges = &creations[name];
+            for range in ranges.iter().skip(1) {
+                rewrite.diagnose(
+                    Diagnostic::new(Code::CreatedMoreThanOnce, range.clone(), format!("optimizer `{name}` is created more than once; the rewrite assumes one optimizer per training loop"))
+                        .with_suggestion("create the optimizer once"),
+                );
+            }
+        }
+        for (name, range, is_alias) in &other_assignments {
+            let Some(first) = creations.get(name).and_then(|ranges| ranges.first()) else {
+                // `opt2 = opt`: an alias of an optimizer.
+                if *is_alias {
+                    let source = rewrite.source(range.clone()).to_string();
+                    let aliased = source
+                        .split('=')
+                        .nth(1)
+                        .map(str::trim)
+                        .unwrap_or_default()
+                        .to_string();
+                    if creations.contains_key(&aliased) {
+                        rewrite.diagnose(
+                            Diagnostic::new(Code::CreatedMoreThanOnce, range.clone(), format!("optimizer `{aliased}` is aliased as `{name}`; uses through the alias are not followed"))
+                                .with_suggestion(format!("use `{aliased}` directly")),
+                        );
+                    }
+                }
+                continue;
+            };
+            if range.start > first.start {
+                rewrite.diagnose(
+                    Diagnostic::new(Code::Reassigned, range.clone(), format!("`{name}` held an optimizer and is reassigned here; code after this line may no longer use the distributed optimizer"))
+                        .with_suggestion("use a new name for the new value"),
+                );
+            }
+        }
+        // Restriction 9: a module-level optimizer used in functions must not change after them.
+        if index == 0 {
+            for (name, ranges) in &creations {
+                let Some(first_function) = module
+                    .scopes
+                    .iter()
+                    .skip(1)
+                    .filter(|function| function.parent == Some(0) && uses_name(function.body, name))
+                    .filter_map(|function| function.range())
+                    .map(|range| range.start)
+                    .min()
+                else {
+                    continue;
+                };
+                for range in ranges.iter().filter(|range| range.start > first_function) {
+                    rewrite.diagnose(
+                        Diagnostic::new(Code::GlobalOptimizerChanged, range.clone(), format!("global optimizer `{name}` is (re)defined after a function that uses it; which optimizer that function sees depends on call order"))
+                            .with_suggestion("define the optimizer once, before the functions that use it"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn visit_assignments<'a>(body: &'a [Stmt], nested: bool, visit: &mut dyn FnMut(&'a Stmt, bool)) {
+    for stmt in body {
+        visit(stmt, nested);
+        if !is_scope(stmt) {
+            for inner in nested_bodies(stmt) {
+                visit_assignments(inner, true, visit);
+            }
+        }
+    }
+}
+
+fn uses_name(body: &[Stmt], name: &str) -> bool {
+    let mut used = false;
+    for_each_statement(body, true, &mut |stmt| {
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Name(candidate) = expr
+                && candidate.id.as_str() == name
+            {
+                used = true;
+            }
+        });
+    });
+    used
+}
+
+/// §3.1 restrictions 4 and 5: training functions passed as values or defined conditionally.
+fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let functions = &rewrite.analysis.functions;
+    let trains = |qualified: &str| {
+        functions
+            .get(qualified)
+            .is_some_and(|summary| !summary.reaches.is_empty())
+    };
+    for scope in module.scopes.iter().skip(1) {
+        if trains(&scope.qualified_name) && scope.defined_conditionally && scope.class.is_none() {
+            let range = scope.range().unwrap_or_default();
+            rewrite.diagnose(
+                Diagnostic::new(Code::TrainingLoopDefinedConditionally, range, format!("`{}` trains and is defined conditionally; every definition is rewritten, but which one runs is decided at run time", scope.name()))
+                    .with_suggestion("define one training function and branch inside it"),
+            );
+        }
+    }
+    let training_names: Vec<String> = module
+        .scopes
+        .iter()
+        .filter(|scope| {
+            scope.parent == Some(0) && scope.class.is_none() && trains(&scope.qualified_name)
+        })
+        .map(|scope| scope.name().to_string())
+        .collect();
+    for scope in &module.scopes {
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if is_scope(stmt) {
+                return;
+            }
+            let mut callee_ranges = Vec::new();
+            walk_statement_expressions(stmt, &mut |expr| {
+                if let Expr::Call(call) = expr {
+                    callee_ranges.push(span(call.func.as_ref()));
+                }
+            });
+            walk_statement_expressions(stmt, &mut |expr| {
+                if let Expr::Name(name) = expr
+                    && training_names
+                        .iter()
+                        .any(|training| training == name.id.as_str())
+                    && !callee_ranges.contains(&span(expr))
+                {
+                    rewrite.diagnostics.push(
+                        Diagnostic::new(Code::FunctionPassedAsValue, span(expr), format!("`{}` trains a model and is used as a value here; calls through other names are not followed", name.id))
+                            .with_suggestion(format!("call `{}` directly", name.id)),
+                    );
+                }
+            });
+        });
+    }
+}
+
+fn assumed_models(rewrite: &mut ModuleRewrite) {
+    let assumed = rewrite.module.assumed_models.clone();
+    for (_, name, range) in assumed {
+        rewrite.diagnose(Diagnostic::new(
+            Code::ModelAssumed,
+            range,
+            format!("`{name}` is a parameter; it is assumed to be a Keras model because `{name}.fit(...)` passes Keras-only arguments"),
+        ));
+    }
+}

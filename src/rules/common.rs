@@ -1,0 +1,1101 @@
+//! Shared pieces of every pattern's rewrite (SPEC 4.1): the Horovod import,
+//! the init block, rank-0 guards, learning-rate scaling, step division and
+//! removal of the user's own device pinning, plus the edit helpers they use.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Constant, Expr, Operator, Stmt, UnaryOp};
+
+use crate::analysis::bindings::assigned_names;
+use crate::analysis::library::{self, LearningRateArgument, LibraryClass};
+use crate::analysis::training::{Analysis, ModuleAnalysis, Scope, TrainingPattern, callee_name};
+use crate::analysis::walk::{
+    calls_in_statement, for_each_statement, is_scope, nested_bodies, walk_expression,
+    walk_statement_expressions,
+};
+use crate::diagnostics::{Code, Diagnostic};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+use crate::python::source::{
+    indentation_at, line_end_including_newline, line_start, newline_style,
+};
+
+/// The rewrite of one training module in progress: the names generated code
+/// uses, and the edits and diagnostics produced so far.
+pub struct ModuleRewrite<'a> {
+    pub analysis: &'a Analysis<'a>,
+    pub module: &'a ModuleAnalysis<'a>,
+    pub text: &'a str,
+    pub pattern: TrainingPattern,
+    /// The module's name for the Horovod module (`hvd` unless taken).
+    pub hvd: String,
+    /// The module's name for tensorflow (`tf`, `tensorflow`, ...).
+    pub tf: String,
+    pub indent_unit: String,
+    pub quote: char,
+    pub newline: &'static str,
+    /// Names used anywhere in the module, to keep generated names fresh.
+    pub taken_names: HashSet<String>,
+    /// Whether the module imported Horovod before the rewrite.
+    pub had_horovod: bool,
+    pub edits: Vec<Edit>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Imports to insert after the tensorflow import, in order.
+    imports: Vec<String>,
+}
+
+/// The Horovod module each pattern needs (SPEC 4).
+pub fn horovod_module(pattern: TrainingPattern) -> &'static str {
+    match pattern {
+        TrainingPattern::Keras => "horovod.tensorflow.keras",
+        TrainingPattern::GradientTape => "horovod.tensorflow",
+    }
+}
+
+impl<'a> ModuleRewrite<'a> {
+    pub fn new(
+        analysis: &'a Analysis<'a>,
+        module: &'a ModuleAnalysis<'a>,
+        pattern: TrainingPattern,
+    ) -> Self {
+        let text = module.module.source.text.as_str();
+        let bindings = &module.module.bindings;
+        let mut taken_names = assigned_names(&module.module.body);
+        taken_names.extend(bindings.iter().map(|(name, _)| name.clone()));
+        let had_horovod = bindings
+            .iter()
+            .any(|(_, binding)| library::is_horovod(&binding.qualified));
+        let wanted = horovod_module(pattern);
+        let mut imports = Vec::new();
+        let hvd = match bindings.name_for(wanted) {
+            Some(name) => name.to_string(),
+            None => {
+                let name = fresh_name(&["hvd", "horovod_", "hvd_"], &taken_names);
+                taken_names.insert(name.clone());
+                imports.push(format!("import {wanted} as {name}"));
+                name
+            }
+        };
+        let tf = match bindings.name_for("tensorflow") {
+            Some(name) => name.to_string(),
+            None => {
+                let name = fresh_name(&["tf", "tensorflow"], &taken_names);
+                taken_names.insert(name.clone());
+                imports.insert(
+                    0,
+                    if name == "tensorflow" {
+                        "import tensorflow".to_string()
+                    } else {
+                        format!("import tensorflow as {name}")
+                    },
+                );
+                name
+            }
+        };
+        ModuleRewrite {
+            analysis,
+            module,
+            text,
+            pattern,
+            hvd,
+            tf,
+            indent_unit: indent_unit(text),
+            quote: quote_style(&module.module.body, text),
+            newline: newline_style(text),
+            taken_names,
+            had_horovod,
+            edits: Vec::new(),
+            diagnostics: Vec::new(),
+            imports,
+        }
+    }
+
+    pub fn source(&self, range: Range<usize>) -> &'a str {
+        &self.text[range]
+    }
+
+    pub fn expression_text(&self, expr: &Expr) -> &'a str {
+        self.source(span(expr))
+    }
+
+    pub fn diagnose(&mut self, diagnostic: Diagnostic) {
+        if !self.diagnostics.contains(&diagnostic) {
+            self.diagnostics.push(diagnostic);
+        }
+    }
+
+    /// A string literal in the file's quote style.
+    pub fn string(&self, value: &str) -> String {
+        format!("{0}{value}{0}", self.quote)
+    }
+
+    /// `hvd.size()`, `hvd.rank()` ... in the module's alias.
+    pub fn horovod_call(&self, function: &str) -> String {
+        format!("{}.{function}()", self.hvd)
+    }
+
+    pub fn rank_zero_test(&self) -> String {
+        format!("{}.rank() == 0", self.hvd)
+    }
+
+    pub fn fresh(&mut self, candidates: &[&str]) -> String {
+        let name = fresh_name(candidates, &self.taken_names);
+        self.taken_names.insert(name.clone());
+        name
+    }
+
+    /// Whether an expression calls `<horovod>.<function>(...)` anywhere in it.
+    pub fn calls_horovod(&self, expr: &Expr, function: &str) -> bool {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            if let Expr::Call(call) = inner
+                && let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == function
+                && self.is_horovod_expression(&attribute.value)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Whether an expression refers to `<horovod>...<attribute>` (`hvd.callbacks.MetricAverageCallback`).
+    pub fn calls_horovod_attribute(&self, expr: &Expr, attribute_name: &str) -> bool {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            if let Expr::Attribute(attribute) = inner
+                && attribute.attr.as_str() == attribute_name
+                && self.is_horovod_expression(&attribute.value)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Whether a statement already sits under `if hvd.rank() == 0:`.
+    pub fn is_guarded(&self, target: &Stmt) -> bool {
+        let target = span(target);
+        let mut guarded = false;
+        for_each_statement(&self.module.module.body, true, &mut |stmt| {
+            if let Stmt::If(node) = stmt
+                && self.is_rank_zero_test(&node.test)
+                && node.body.iter().any(|inner| {
+                    let range = span(inner);
+                    range.start <= target.start && target.end <= range.end
+                })
+            {
+                guarded = true;
+            }
+        });
+        guarded
+    }
+
+    fn is_horovod_expression(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Name(name) if name.id.as_str() == self.hvd => true,
+            Expr::Attribute(attribute) if self.is_horovod_expression(&attribute.value) => true,
+            _ => self
+                .module
+                .module
+                .bindings
+                .resolve_raw(expr)
+                .is_some_and(|name| library::is_horovod(&name)),
+        }
+    }
+
+    /// Whether a statement-level test is `hvd.rank() == 0` (or `local_rank`).
+    pub fn is_rank_zero_test(&self, test: &Expr) -> bool {
+        let Expr::Compare(compare) = test else {
+            return false;
+        };
+        let operands: Vec<&Expr> = std::iter::once(compare.left.as_ref())
+            .chain(compare.comparators.iter())
+            .collect();
+        matches!(compare.ops.as_slice(), [ast::CmpOp::Eq])
+            && operands.iter().any(|operand| {
+                self.calls_horovod(operand, "rank") || self.calls_horovod(operand, "local_rank")
+            })
+            && operands.iter().any(|operand| is_integer(operand, 0))
+    }
+
+    // ----- placing text -----
+
+    /// Whether a statement starts its line and no other statement follows on its last line.
+    pub fn owns_its_lines(&self, range: &Range<usize>) -> bool {
+        let start = line_start(self.text, range.start);
+        let before = &self.text[start..range.start];
+        let end =
+            line_end_including_newline(self.text, range.end.saturating_sub(1).max(range.start));
+        let after = self.text[range.end..end].trim_start();
+        before.trim().is_empty() && (after.is_empty() || after.starts_with('#'))
+    }
+
+    fn indented_lines(&self, indentation: &str, lines: &[String]) -> String {
+        let mut block = String::new();
+        for line in lines {
+            for physical in line.split('\n') {
+                if physical.is_empty() {
+                    block.push_str(self.newline);
+                } else {
+                    block.push_str(indentation);
+                    block.push_str(physical);
+                    block.push_str(self.newline);
+                }
+            }
+        }
+        block
+    }
+
+    /// Inserts statements after the statement at `range`, at its indentation.
+    pub fn insert_after_statement(&mut self, range: &Range<usize>, lines: &[String]) {
+        let indentation = indentation_at(self.text, range.start).to_string();
+        let offset =
+            line_end_including_newline(self.text, range.end.saturating_sub(1).max(range.start));
+        let mut block = self.indented_lines(&indentation, lines);
+        if offset == self.text.len() && !self.text.ends_with('\n') {
+            block.insert_str(0, self.newline);
+        }
+        self.edits.push(Edit::insertion(offset, block));
+    }
+
+    /// Inserts statements before the statement at `range`, at its indentation.
+    pub fn insert_before_statement(&mut self, range: &Range<usize>, lines: &[String]) {
+        let indentation = indentation_at(self.text, range.start).to_string();
+        let offset = line_start(self.text, range.start);
+        let block = self.indented_lines(&indentation, lines);
+        self.edits.push(Edit::insertion(offset, block));
+    }
+
+    /// Puts consecutive statements of one block under a single `if hvd.rank() == 0:`.
+    pub fn guard_statements(&mut self, statements: &[&Stmt]) {
+        let (Some(first), Some(last)) = (statements.first(), statements.last()) else {
+            return;
+        };
+        let range = span(*first).start..span(*last).end;
+        let indentation = indentation_at(self.text, range.start).to_string();
+        let first_line = line_start(self.text, range.start);
+        let mut multiline_strings = Vec::new();
+        for stmt in statements {
+            walk_statement_expressions(stmt, &mut |expr| {
+                if matches!(
+                    expr,
+                    Expr::Constant(ast::ExprConstant {
+                        value: Constant::Str(_) | Constant::Bytes(_),
+                        ..
+                    }) | Expr::JoinedStr(_)
+                ) && self.source(span(expr)).contains('\n')
+                {
+                    multiline_strings.push(span(expr));
+                }
+            });
+        }
+        self.edits.push(Edit::insertion(
+            first_line,
+            format!(
+                "{indentation}if {}:{}{}",
+                self.rank_zero_test(),
+                self.newline,
+                self.indent_unit
+            ),
+        ));
+        let mut offset = line_end_including_newline(self.text, range.start);
+        while offset < range.end {
+            let inside_string = multiline_strings
+                .iter()
+                .any(|string| string.start < offset && offset < string.end);
+            let line_end = line_end_including_newline(self.text, offset);
+            let blank = self.text[offset..line_end].trim().is_empty();
+            if !inside_string && !blank {
+                self.edits
+                    .push(Edit::insertion(offset, self.indent_unit.clone()));
+            }
+            offset = line_end;
+        }
+    }
+
+    /// Deletes a whole statement (its lines), leaving `pass` if its block would be empty.
+    pub fn remove_statement(&mut self, range: &Range<usize>, only_statement_in_block: bool) {
+        let start = line_start(self.text, range.start);
+        let end =
+            line_end_including_newline(self.text, range.end.saturating_sub(1).max(range.start));
+        if only_statement_in_block {
+            let indentation = indentation_at(self.text, range.start).to_string();
+            self.edits.push(Edit::replacement(
+                start..end,
+                format!("{indentation}pass{}", self.newline),
+            ));
+        } else {
+            self.edits.push(Edit::deletion(start..end));
+        }
+    }
+
+    /// Adds `name=value` to a call, after its last argument, following the
+    /// call's layout (one argument per line, or all on one line).
+    pub fn add_keyword(&mut self, call: &ast::ExprCall, name: &str, value: &str) {
+        let last_argument_end = call
+            .args
+            .iter()
+            .map(|argument| span(argument).end)
+            .chain(call.keywords.iter().map(|keyword| span(keyword).end))
+            .max();
+        let call_range = span(call);
+        match last_argument_end {
+            None => {
+                // `f()`: insert before the closing parenthesis.
+                let offset = call_range.end - 1;
+                self.edits
+                    .push(Edit::insertion(offset, format!("{name}={value}")));
+            }
+            Some(end) => {
+                let first_argument_start = call
+                    .args
+                    .iter()
+                    .map(|argument| span(argument).start)
+                    .chain(call.keywords.iter().map(|keyword| span(keyword).start))
+                    .min()
+                    .unwrap_or(end);
+                let open_line = line_start(self.text, span(&*call.func).end);
+                let arguments_on_own_lines =
+                    line_start(self.text, first_argument_start) != open_line;
+                if arguments_on_own_lines {
+                    let indentation = indentation_at(self.text, first_argument_start).to_string();
+                    self.edits.push(Edit::insertion(
+                        end,
+                        format!(",{}{indentation}{name}={value}", self.newline),
+                    ));
+                } else {
+                    self.edits
+                        .push(Edit::insertion(end, format!(", {name}={value}")));
+                }
+            }
+        }
+    }
+
+    /// `expr * hvd.size()`, parenthesised where precedence needs it.
+    pub fn scaled(&self, expr: &Expr) -> String {
+        format!(
+            "{} * {}",
+            self.operand_text(expr),
+            self.horovod_call("size")
+        )
+    }
+
+    /// A step count divided among workers: `n // hvd.size()` for a literal,
+    /// `max(1, n // hvd.size())` otherwise (SPEC 4.1).
+    pub fn divided(&self, expr: &Expr) -> String {
+        let quotient = format!(
+            "{} // {}",
+            self.operand_text(expr),
+            self.horovod_call("size")
+        );
+        if matches!(expr, Expr::Constant(_)) {
+            quotient
+        } else {
+            format!("max(1, {quotient})")
+        }
+    }
+
+    fn operand_text(&self, expr: &Expr) -> String {
+        let text = self.expression_text(expr);
+        if binds_at_least_as_tightly_as_multiplication(expr) {
+            text.to_string()
+        } else {
+            format!("({text})")
+        }
+    }
+
+    /// Replaces an expression with its scaled form.
+    pub fn scale_expression(&mut self, expr: &Expr) {
+        if self.calls_horovod(expr, "size") {
+            return;
+        }
+        let range = span(expr);
+        let replacement = self.scaled(expr);
+        self.edits.push(Edit::replacement(range, replacement));
+    }
+
+    /// Replaces a step count with its divided form.
+    pub fn divide_expression(&mut self, expr: &Expr) {
+        if self.calls_horovod(expr, "size") {
+            return;
+        }
+        let replacement = self.divided(expr);
+        self.edits.push(Edit::replacement(span(expr), replacement));
+    }
+
+    // ----- the parts every pattern shares -----
+
+    /// The Horovod import (and a tensorflow import when the module has none
+    /// at its top), right after the module's tensorflow import.
+    pub fn add_imports(&mut self) {
+        if self.imports.is_empty() {
+            return;
+        }
+        let body = &self.module.module.body;
+        let anchor = body
+            .iter()
+            .filter(|stmt| matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)))
+            .find(|stmt| imports_tensorflow(stmt))
+            .or_else(|| last_import(body))
+            .map(span);
+        let lines = self.imports.clone();
+        match anchor {
+            Some(range) => self.insert_after_statement(&range, &lines),
+            None => {
+                let offset = after_docstring_and_future(body, self.text);
+                let block = self.indented_lines("", &lines);
+                self.edits.push(Edit::insertion(offset, block));
+            }
+        }
+    }
+
+    /// `hvd.init()` and GPU pinning after the module's import block (SPEC 4.1).
+    pub fn add_init_block(&mut self) {
+        let body = &self.module.module.body;
+        let mut initialised = false;
+        for_each_statement(body, true, &mut |stmt| {
+            for call in calls_in_statement(stmt) {
+                if let Expr::Attribute(attribute) = call.func.as_ref()
+                    && attribute.attr.as_str() == "init"
+                    && self.is_horovod_expression(&attribute.value)
+                {
+                    initialised = true;
+                }
+            }
+        });
+        if initialised {
+            return;
+        }
+        let (tf, hvd) = (self.tf.clone(), self.hvd.clone());
+        let gpus = self.fresh(&["gpus", "hvd_gpus"]);
+        let gpu = self.fresh(&["gpu", "hvd_gpu"]);
+        let gpu_string = self.string("GPU");
+        let unit = self.indent_unit.clone();
+        let lines = vec![
+            String::new(),
+            format!("{hvd}.init()"),
+            format!("{gpus} = {tf}.config.experimental.list_physical_devices({gpu_string})"),
+            format!(
+                "for {gpu} in {gpus}:\n{unit}{tf}.config.experimental.set_memory_growth({gpu}, True)"
+            ),
+            format!(
+                "if {gpus}:\n{unit}{tf}.config.experimental.set_visible_devices({gpus}[{hvd}.local_rank()], {gpu_string})"
+            ),
+        ];
+        match last_import(body).map(span) {
+            Some(range) => {
+                let mut lines = lines;
+                let next_offset =
+                    line_end_including_newline(self.text, range.end.saturating_sub(1));
+                if !self.text[next_offset..].starts_with(['\n', '\r'])
+                    && next_offset < self.text.len()
+                {
+                    lines.push(String::new());
+                }
+                self.insert_after_statement(&range, &lines);
+            }
+            None => {
+                let offset = after_docstring_and_future(body, self.text);
+                let mut block = self.indented_lines("", &lines[1..]);
+                block.push_str(self.newline);
+                self.edits.push(Edit::insertion(offset, block));
+            }
+        }
+    }
+
+    /// Scales the learning rate of every optimizer and schedule the module
+    /// constructs (SPEC 4.1). A schedule passed to an optimizer is scaled, not both.
+    pub fn scale_learning_rates(&mut self) {
+        let module = self.module;
+        let mut scaled_any = None;
+        for scope in &module.scopes {
+            let schedule_names = names_bound_to(self, scope, |class| {
+                matches!(class, LibraryClass::Schedule(_))
+            });
+            for_each_statement(scope.body, false, &mut |stmt| {
+                if is_scope(stmt) {
+                    return;
+                }
+                for call in calls_in_statement(stmt) {
+                    let Some(class) = self.library_class_of_call(scope, call) else {
+                        continue;
+                    };
+                    let (LibraryClass::Optimizer(argument) | LibraryClass::Schedule(argument)) =
+                        class
+                    else {
+                        continue;
+                    };
+                    let is_schedule = matches!(class, LibraryClass::Schedule(_));
+                    if let Some(value) = learning_rate_value(call, &argument) {
+                        let value_is_schedule = match value {
+                            Expr::Call(inner) => matches!(
+                                self.library_class_of_call(scope, inner),
+                                Some(LibraryClass::Schedule(_))
+                            ),
+                            Expr::Name(name) => schedule_names.contains(name.id.as_str()),
+                            _ => false,
+                        };
+                        if value_is_schedule || self.calls_horovod(value, "size") {
+                            continue;
+                        }
+                        if is_schedule && argument.keyword == "values" {
+                            self.scale_each(value);
+                        } else {
+                            self.scale_expression(value);
+                        }
+                        scaled_any.get_or_insert(span(call));
+                    } else if let Some(default) = argument.default {
+                        let value = format!("{default} * {}", self.horovod_call("size"));
+                        self.add_keyword(call, argument.keyword, &value);
+                        scaled_any.get_or_insert(span(call));
+                    }
+                }
+            });
+        }
+        let mentions_warmup = self.text.contains("Warmup") || self.text.contains("warmup");
+        if let Some(range) = scaled_any
+            && !mentions_warmup
+            && !self.had_horovod
+        {
+            let suggestion = match self.pattern {
+                TrainingPattern::Keras => format!(
+                    "add `{}.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=5)` to the callbacks",
+                    self.hvd
+                ),
+                TrainingPattern::GradientTape => {
+                    "ramp the rate up from the single-worker value over the first epochs"
+                        .to_string()
+                }
+            };
+            self.diagnose(
+                Diagnostic::new(
+                    Code::LearningRateWithoutWarmup,
+                    range,
+                    "learning rate multiplied by hvd.size() with no warm-up; a large scaled rate can diverge in the first epochs",
+                )
+                .with_suggestion(suggestion),
+            );
+        }
+    }
+
+    /// Scales each element of a list literal (`PiecewiseConstantDecay` values).
+    fn scale_each(&mut self, value: &Expr) {
+        match value {
+            Expr::List(list) => {
+                for element in &list.elts {
+                    self.scale_expression(element);
+                }
+            }
+            other => {
+                let text = self.expression_text(other);
+                let replacement = format!(
+                    "[value * {} for value in {text}]",
+                    self.horovod_call("size")
+                );
+                self.edits.push(Edit::replacement(span(other), replacement));
+            }
+        }
+    }
+
+    pub fn library_class_of_call(
+        &self,
+        scope: &Scope,
+        call: &ast::ExprCall,
+    ) -> Option<LibraryClass> {
+        let callee = callee_name(self.analysis.package, self.module.module, scope, &call.func)?;
+        library::library_class(&callee)
+    }
+
+    /// Removes the user's own device pinning: Horovod pins devices now.
+    pub fn remove_device_pinning(&mut self) {
+        let module = self.module;
+        for scope in &module.scopes {
+            self.remove_device_pinning_in(scope, scope.body);
+        }
+    }
+
+    fn remove_device_pinning_in(&mut self, scope: &Scope, body: &[Stmt]) {
+        let removable: Vec<bool> = body
+            .iter()
+            .map(|stmt| self.is_device_pinning(scope, stmt))
+            .collect();
+        let all_removed = removable.iter().all(|removable| *removable);
+        for (index, stmt) in body.iter().enumerate() {
+            if removable[index] {
+                let range = span(stmt);
+                if !self.owns_its_lines(&range) {
+                    continue;
+                }
+                let keep_pass = all_removed
+                    && index == body.len() - 1
+                    && !std::ptr::eq(body, self.module.module.body.as_slice());
+                self.remove_statement(&range, keep_pass);
+                self.diagnose(Diagnostic::new(
+                    Code::DevicePinningRemoved,
+                    range,
+                    format!(
+                        "removed `{}`: Horovod pins one GPU per process with hvd.local_rank()",
+                        first_line(self.source(span(stmt)))
+                    ),
+                ));
+            } else if !is_scope(stmt) {
+                for nested in nested_bodies(stmt) {
+                    self.remove_device_pinning_in(scope, nested);
+                }
+            }
+        }
+    }
+
+    fn is_device_pinning(&self, scope: &Scope, stmt: &Stmt) -> bool {
+        match stmt {
+            Stmt::Assign(assign) => assign.targets.iter().any(|target| {
+                if let Expr::Subscript(subscript) = target
+                    && scope.bindings.resolve_raw(&subscript.value).as_deref() == Some("os.environ")
+                {
+                    return is_string(&subscript.slice, "CUDA_VISIBLE_DEVICES");
+                }
+                false
+            }),
+            Stmt::Expr(expression) => {
+                let Expr::Call(call) = expression.value.as_ref() else {
+                    return false;
+                };
+                let Some(callee) = scope.bindings.resolve(&call.func) else {
+                    return false;
+                };
+                match callee.as_str() {
+                    "tensorflow.config.experimental.set_visible_devices"
+                    | "tensorflow.config.set_visible_devices" => !call
+                        .args
+                        .iter()
+                        .chain(call.keywords.iter().map(|k| &k.value))
+                        .any(|argument| self.calls_horovod(argument, "local_rank")),
+                    "os.environ.setdefault" | "os.putenv" => call
+                        .args
+                        .first()
+                        .is_some_and(|key| is_string(key, "CUDA_VISIBLE_DEVICES")),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// Puts the statements that must run once (prints, saves, summaries) under
+    /// `if hvd.rank() == 0:` (SPEC 4.1). Loading stays on every rank.
+    pub fn guard_rank_zero_statements(&mut self) {
+        let module = self.module;
+        for (index, scope) in module.scopes.iter().enumerate() {
+            let checkpoints = self.names_assigned_from(scope, |callee| {
+                matches!(
+                    callee,
+                    "tensorflow.train.Checkpoint"
+                        | "tensorflow.train.CheckpointManager"
+                        | "tensorflow.compat.v1.train.Saver"
+                        | "tensorflow.train.Saver"
+                )
+            });
+            self.guard_block(index, scope, scope.body, &checkpoints);
+        }
+    }
+
+    fn guard_block(
+        &mut self,
+        scope_index: usize,
+        scope: &Scope,
+        body: &[Stmt],
+        checkpoints: &HashSet<String>,
+    ) {
+        let mut group: Vec<&Stmt> = Vec::new();
+        for stmt in body {
+            if self.must_run_on_rank_zero(scope_index, scope, stmt, checkpoints) {
+                if self.owns_its_lines(&span(stmt)) {
+                    group.push(stmt);
+                    continue;
+                }
+                self.diagnose(
+                    Diagnostic::new(Code::StatementNotGuarded, span(stmt), "this statement should run on rank 0 only, but it shares its line with other code")
+                        .with_suggestion(format!("put it on its own line under `if {}:`", self.rank_zero_test())),
+                );
+            }
+            if !group.is_empty() {
+                self.guard_statements(&group);
+                group.clear();
+            }
+            if let Stmt::Assign(assign) = stmt {
+                self.guard_summary_writer(scope, assign);
+            }
+            if is_scope(stmt) {
+                continue;
+            }
+            if let Stmt::If(node) = stmt
+                && self.is_rank_zero_test(&node.test)
+            {
+                self.guard_block(scope_index, scope, &node.orelse, checkpoints);
+                continue;
+            }
+            for nested in nested_bodies(stmt) {
+                self.guard_block(scope_index, scope, nested, checkpoints);
+            }
+        }
+        if !group.is_empty() {
+            self.guard_statements(&group);
+        }
+    }
+
+    fn must_run_on_rank_zero(
+        &mut self,
+        scope_index: usize,
+        scope: &Scope,
+        stmt: &Stmt,
+        checkpoints: &HashSet<String>,
+    ) -> bool {
+        let Stmt::Expr(expression) = stmt else {
+            return false;
+        };
+        let Expr::Call(call) = expression.value.as_ref() else {
+            return false;
+        };
+        if let Expr::Name(name) = call.func.as_ref()
+            && name.id.as_str() == "print"
+            && !scope.bindings.is_bound("print")
+        {
+            return self.print_without_side_effects(call);
+        }
+        if let Some(callee) = scope.bindings.resolve(&call.func) {
+            if callee == "tensorflow.print" {
+                return self.print_without_side_effects(call);
+            }
+            if let Some(function) = callee.strip_prefix("tensorflow.summary.") {
+                return matches!(
+                    function,
+                    "scalar" | "histogram" | "image" | "text" | "audio" | "write"
+                );
+            }
+        }
+        let Expr::Attribute(attribute) = call.func.as_ref() else {
+            return false;
+        };
+        let Expr::Name(receiver) = attribute.value.as_ref() else {
+            return false;
+        };
+        let receiver = receiver.id.as_str();
+        let method = attribute.attr.as_str();
+        let is_model = self.module.models[scope_index].contains(receiver)
+            || self
+                .module
+                .assumed_models
+                .iter()
+                .any(|(index, name, _)| *index == scope_index && name == receiver);
+        (is_model && matches!(method, "summary" | "save" | "save_weights"))
+            || (checkpoints.contains(receiver) && matches!(method, "save" | "write"))
+    }
+
+    fn print_without_side_effects(&mut self, call: &ast::ExprCall) -> bool {
+        let mut side_effect = None;
+        for argument in call
+            .args
+            .iter()
+            .chain(call.keywords.iter().map(|keyword| &keyword.value))
+        {
+            walk_expression(argument, &mut |expr| {
+                let has_effect = match expr {
+                    Expr::NamedExpr(_) => true,
+                    Expr::Call(inner) => match inner.func.as_ref() {
+                        Expr::Name(name) => matches!(name.id.as_str(), "next" | "input"),
+                        Expr::Attribute(attribute) => matches!(
+                            attribute.attr.as_str(),
+                            "pop"
+                                | "popleft"
+                                | "popitem"
+                                | "append"
+                                | "extend"
+                                | "send"
+                                | "update"
+                                | "write"
+                                | "assign"
+                                | "assign_add"
+                                | "assign_sub"
+                                | "apply_gradients"
+                                | "run"
+                                | "step"
+                                | "save"
+                        ),
+                        _ => false,
+                    },
+                    _ => false,
+                };
+                if has_effect && side_effect.is_none() {
+                    side_effect = Some(span(expr));
+                }
+            });
+        }
+        match side_effect {
+            None => true,
+            Some(range) => {
+                let effect = self.source(range).to_string();
+                self.diagnose(
+                    Diagnostic::new(
+                        Code::PrintWithSideEffects,
+                        span(call),
+                        format!("`{effect}` inside this print has side effects; guarding the print would run them on rank 0 only, so it was left on every rank"),
+                    )
+                    .with_suggestion(format!("compute the value before the print, then put the print under `if {}:`", self.rank_zero_test())),
+                );
+                false
+            }
+        }
+    }
+
+    /// `writer = tf.summary.create_file_writer(d)` -> a real writer on rank 0, a no-op one elsewhere.
+    fn guard_summary_writer(&mut self, scope: &Scope, assign: &ast::StmtAssign) {
+        let Expr::Call(call) = assign.value.as_ref() else {
+            return;
+        };
+        if scope.bindings.resolve(&call.func).as_deref()
+            != Some("tensorflow.summary.create_file_writer")
+        {
+            return;
+        }
+        let value = self.expression_text(&assign.value);
+        let replacement = format!(
+            "{value} if {} else {}.summary.create_noop_writer()",
+            self.rank_zero_test(),
+            self.tf
+        );
+        self.edits
+            .push(Edit::replacement(span(assign.value.as_ref()), replacement));
+    }
+
+    /// Names in a scope (or the top level) assigned from a call whose canonical callee matches.
+    pub fn names_assigned_from(
+        &self,
+        scope: &Scope,
+        matches_callee: impl Fn(&str) -> bool,
+    ) -> HashSet<String> {
+        let mut names = HashSet::new();
+        for scope in [scope, &self.module.scopes[0]] {
+            for_each_statement(scope.body, false, &mut |stmt| {
+                if let Stmt::Assign(assign) = stmt
+                    && let Expr::Call(call) = assign.value.as_ref()
+                    && callee_name(self.analysis.package, self.module.module, scope, &call.func)
+                        .is_some_and(|callee| matches_callee(&callee))
+                {
+                    for target in &assign.targets {
+                        if let Expr::Name(name) = target {
+                            names.insert(name.id.to_string());
+                        }
+                    }
+                }
+            });
+        }
+        names
+    }
+
+    /// The edits and diagnostics, diagnostics in source order.
+    pub fn finish(mut self) -> (Vec<Edit>, Vec<Diagnostic>) {
+        self.diagnostics
+            .sort_by_key(|diagnostic| (diagnostic.range.start, diagnostic.code));
+        (self.edits, self.diagnostics)
+    }
+}
+
+/// Names in a scope (or the module top level) assigned from a constructor of a matching library class.
+pub fn names_bound_to(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    matches_class: impl Fn(LibraryClass) -> bool,
+) -> HashSet<String> {
+    let mut names = HashSet::new();
+    let scopes = std::iter::once(scope).chain(std::iter::once(&rewrite.module.scopes[0]));
+    for scope in scopes {
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && let Expr::Call(call) = assign.value.as_ref()
+                && rewrite
+                    .library_class_of_call(scope, call)
+                    .is_some_and(&matches_class)
+            {
+                for target in &assign.targets {
+                    if let Expr::Name(name) = target {
+                        names.insert(name.id.to_string());
+                    }
+                }
+            }
+        });
+    }
+    names
+}
+
+/// The learning-rate argument a call passes, by keyword or position.
+pub fn learning_rate_value<'e>(
+    call: &'e ast::ExprCall,
+    argument: &LearningRateArgument,
+) -> Option<&'e Expr> {
+    let by_keyword = call.keywords.iter().find(|keyword| {
+        keyword.arg.as_ref().is_some_and(|name| {
+            name.as_str() == argument.keyword || Some(name.as_str()) == argument.legacy_keyword
+        })
+    });
+    if let Some(keyword) = by_keyword {
+        return Some(&keyword.value);
+    }
+    call.args.get(argument.position).filter(|_| {
+        !call
+            .args
+            .iter()
+            .take(argument.position + 1)
+            .any(|a| matches!(a, Expr::Starred(_)))
+    })
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default().trim_end()
+}
+
+pub fn is_string(expr: &Expr, value: &str) -> bool {
+    matches!(expr, Expr::Constant(ast::ExprConstant { value: Constant::Str(text), .. }) if text == value)
+}
+
+pub fn is_integer(expr: &Expr, value: u32) -> bool {
+    matches!(expr, Expr::Constant(ast::ExprConstant { value: Constant::Int(number), .. }) if *number == value.into())
+}
+
+fn binds_at_least_as_tightly_as_multiplication(expr: &Expr) -> bool {
+    match expr {
+        Expr::Name(_)
+        | Expr::Attribute(_)
+        | Expr::Call(_)
+        | Expr::Subscript(_)
+        | Expr::List(_)
+        | Expr::Tuple(_)
+        | Expr::Dict(_)
+        | Expr::Set(_)
+        | Expr::ListComp(_)
+        | Expr::DictComp(_)
+        | Expr::SetComp(_)
+        | Expr::GeneratorExp(_)
+        | Expr::JoinedStr(_) => true,
+        Expr::Constant(_) => true,
+        Expr::UnaryOp(unary) => unary.op != UnaryOp::Not,
+        Expr::BinOp(binary) => matches!(
+            binary.op,
+            Operator::Mult
+                | Operator::Div
+                | Operator::FloorDiv
+                | Operator::Mod
+                | Operator::MatMult
+                | Operator::Pow
+        ),
+        _ => false,
+    }
+}
+
+fn imports_tensorflow(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::Import(import) => import.names.iter().any(|alias| {
+            let name = alias.name.as_str();
+            name == "tensorflow" || name.starts_with("tensorflow.")
+        }),
+        Stmt::ImportFrom(import) => import.module.as_deref().is_some_and(|module| {
+            import.level.is_none_or(|level| level.to_u32() == 0)
+                && (module == "tensorflow" || module.starts_with("tensorflow."))
+        }),
+        _ => false,
+    }
+}
+
+/// The last top-level import statement (a `try:` of imports counts as one).
+pub fn last_import(body: &[Stmt]) -> Option<&Stmt> {
+    body.iter().rev().find(|stmt| match stmt {
+        Stmt::Import(_) | Stmt::ImportFrom(_) => true,
+        Stmt::Try(node) => {
+            !node.body.is_empty()
+                && node
+                    .body
+                    .iter()
+                    .all(|inner| matches!(inner, Stmt::Import(_) | Stmt::ImportFrom(_)))
+        }
+        _ => false,
+    })
+}
+
+/// Offset after the module docstring and `from __future__` imports.
+fn after_docstring_and_future(body: &[Stmt], text: &str) -> usize {
+    let mut offset = 0;
+    for stmt in body {
+        let is_docstring = matches!(stmt, Stmt::Expr(expression) if matches!(expression.value.as_ref(), Expr::Constant(ast::ExprConstant { value: Constant::Str(_), .. })));
+        let is_future = matches!(stmt, Stmt::ImportFrom(import) if import.module.as_deref() == Some("__future__"));
+        if (is_docstring && offset == 0) || is_future {
+            offset = line_end_including_newline(text, span(stmt).end.saturating_sub(1));
+        } else {
+            break;
+        }
+    }
+    offset
+}
+
+pub fn fresh_name(candidates: &[&str], taken: &HashSet<String>) -> String {
+    for candidate in candidates {
+        if !taken.contains(*candidate) {
+            return (*candidate).to_string();
+        }
+    }
+    let base = candidates.first().copied().unwrap_or("name");
+    (2..)
+        .map(|number| format!("{base}{number}"))
+        .find(|name| !taken.contains(name))
+        .expect("some numbered name is free")
+}
+
+/// The indentation one level adds in this file: the step after the first
+/// block opener (4 spaces when the file has no block).
+fn indent_unit(text: &str) -> String {
+    let mut opener_indentation: Option<usize> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let width = line.len() - trimmed.len();
+        if let Some(opener) = opener_indentation
+            && width > opener
+        {
+            return line[opener..width].to_string();
+        }
+        opener_indentation = None;
+        let code = trimmed.split('#').next().unwrap_or_default().trim_end();
+        if code.ends_with(':') && !code.starts_with(['"', '\'']) {
+            opener_indentation = Some(width);
+        }
+    }
+    "    ".to_string()
+}
+
+/// The quote character most string literals of the file use.
+fn quote_style(body: &[Stmt], text: &str) -> char {
+    let (mut single, mut double) = (0usize, 0usize);
+    for_each_statement(body, true, &mut |stmt| {
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Constant(ast::ExprConstant {
+                value: Constant::Str(_),
+                ..
+            }) = expr
+            {
+                let literal = &text[span(expr)];
+                match literal
+                    .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                    .chars()
+                    .next()
+                {
+                    Some('\'') => single += 1,
+                    Some('"') => double += 1,
+                    _ => {}
+                }
+            }
+        });
+    });
+    if single > double { '\'' } else { '"' }
+}

@@ -1,0 +1,489 @@
+//! Custom training loops with `tf.GradientTape` (SPEC 4.3).
+//!
+//! What it does: after each `with tf.GradientTape() as tape:` block (or before
+//! the `tape.gradient` call inside it) wraps the tape with
+//! `hvd.DistributedGradientTape`; after the first optimizer step broadcasts the
+//! model's and the optimizer's variables from rank 0, once; divides the step
+//! count of the loop that drives training.
+//!
+//! Why: the distributed tape averages gradients across workers; workers start
+//! from different random weights until rank 0's are broadcast, and optimizer
+//! slots exist only after the first `apply_gradients`, hence "after the first
+//! step".
+//!
+//! "Once" is kept by a flag in the Python loop that calls the step: inside
+//! `@tf.function`, Python runs only while tracing, so a flag there would be
+//! read once and never again (seed mistake 7); a flag assigned inside a
+//! function would need `global`. The flag lives in the function that owns the
+//! loop, so neither problem arises.
+//!
+//! Assumptions (reported when broken): `apply_gradients` is a statement or
+//! the right-hand side of an assignment; the loop calling the step is in the
+//! same module.
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::common::ModuleRewrite;
+use super::keras::calls_in_scope;
+use crate::analysis::library;
+use crate::analysis::training::{Scope, TrainingPattern, is_gradient_tape_call};
+use crate::analysis::walk::{for_each_statement, nested_bodies, walk_statement_expressions};
+use crate::diagnostics::{Code, Diagnostic};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+
+pub fn rewrite(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::GradientTape)
+    {
+        let scope = &module.scopes[site.scope];
+        let mut with_statement = None;
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if span(stmt) == site.range {
+                with_statement = Some(stmt);
+            }
+        });
+        if let Some(Stmt::With(with)) = with_statement {
+            wrap_tape(rewrite, scope, with);
+        }
+    }
+    let already_broadcast = rewrite.text.contains("broadcast_variables(");
+    let mut handled_scopes = Vec::new();
+    for (index, scope) in module.scopes.iter().enumerate() {
+        if handled_scopes.contains(&index) {
+            continue;
+        }
+        let Some((stmt, apply)) = calls_in_scope(scope)
+            .into_iter()
+            .find(|(_, call)| matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply_gradients"))
+        else {
+            continue;
+        };
+        handled_scopes.push(index);
+        let is_statement = match stmt {
+            Stmt::Expr(expression) => span(expression.value.as_ref()) == span(apply),
+            Stmt::Assign(assign) => span(assign.value.as_ref()) == span(apply),
+            _ => false,
+        };
+        if !is_statement {
+            rewrite.diagnose(
+                Diagnostic::new(
+                    Code::ApplyGradientsPosition,
+                    span(apply),
+                    "`apply_gradients` is nested in a larger expression, so the one-time broadcast of the initial variables could not be placed after it",
+                )
+                .with_suggestion("call `apply_gradients(...)` as a statement of its own"),
+            );
+            continue;
+        }
+        if already_broadcast {
+            continue;
+        }
+        broadcast_after_first_step(rewrite, index, stmt, apply);
+    }
+}
+
+/// The name a `with` item binds the tape to.
+fn tape_name<'a>(scope: &Scope, with: &'a ast::StmtWith) -> Option<&'a str> {
+    with.items.iter().find_map(|item| {
+        if !is_gradient_tape_call(&scope.bindings, &item.context_expr) {
+            return None;
+        }
+        match item.optional_vars.as_deref() {
+            Some(Expr::Name(name)) => Some(name.id.as_str()),
+            _ => None,
+        }
+    })
+}
+
+fn wrap_tape(rewrite: &mut ModuleRewrite, scope: &Scope, with: &ast::StmtWith) {
+    let Some(tape) = tape_name(scope, with) else {
+        return;
+    };
+    let mut wrapped = false;
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt
+            && assign
+                .targets
+                .iter()
+                .any(|target| matches!(target, Expr::Name(name) if name.id.as_str() == tape))
+            && rewrite.calls_horovod_attribute(&assign.value, "DistributedGradientTape")
+        {
+            wrapped = true;
+        }
+    });
+    if wrapped {
+        return;
+    }
+    let line = format!("{tape} = {}.DistributedGradientTape({tape})", rewrite.hvd);
+    let gradient_inside = with
+        .body
+        .iter()
+        .find(|stmt| statement_calls_method(stmt, tape, "gradient"));
+    match gradient_inside {
+        Some(stmt) => rewrite.insert_before_statement(&span(stmt), &[line]),
+        None => {
+            let with_range = span(with);
+            let with_range = with_range.start
+                ..with
+                    .body
+                    .last()
+                    .map_or(with_range.end, |last| span(last).end);
+            rewrite.insert_after_statement(&with_range, &[line]);
+        }
+    }
+}
+
+/// Whether `stmt` (or a statement nested in it) calls `receiver.method(...)`.
+fn statement_calls_method(stmt: &Stmt, receiver: &str, method: &str) -> bool {
+    let mut found = false;
+    for_each_statement(std::slice::from_ref(stmt), false, &mut |inner| {
+        walk_statement_expressions(inner, &mut |expr| {
+            if let Expr::Call(call) = expr
+                && let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == method
+                && matches!(attribute.value.as_ref(), Expr::Name(name) if name.id.as_str() == receiver)
+            {
+                found = true;
+            }
+        });
+    });
+    found
+}
+
+/// What to broadcast: the model's (or hand-built) variables and the optimizer.
+struct BroadcastTargets {
+    variables: String,
+    optimizer: String,
+}
+
+fn broadcast_targets(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    apply: &ast::ExprCall,
+) -> Option<BroadcastTargets> {
+    let Expr::Attribute(attribute) = apply.func.as_ref() else {
+        return None;
+    };
+    let optimizer = rewrite.expression_text(&attribute.value).to_string();
+    let pairs = apply.args.first().or_else(|| {
+        crate::analysis::walk::keyword(apply, "grads_and_vars").map(|keyword| &keyword.value)
+    })?;
+    let variables = match pairs {
+        Expr::Call(call) if is_zip(call) => variables_of(rewrite, call.args.get(1)?),
+        Expr::Name(name) => {
+            // `pairs = zip(grads, variables)` is consumed by `apply_gradients`:
+            // materialise it so that anything reading it later sees the pairs.
+            let mut zip_call = None;
+            for_each_statement(scope.body, false, &mut |stmt| {
+                if let Stmt::Assign(assign) = stmt
+                    && assign
+                        .targets
+                        .iter()
+                        .any(|target| matches!(target, Expr::Name(target) if target.id == name.id))
+                    && let Expr::Call(call) = assign.value.as_ref()
+                    && is_zip(call)
+                {
+                    zip_call = Some(call);
+                }
+            });
+            let call = zip_call?;
+            let range = span(call);
+            rewrite.edits.push(Edit::insertion(range.start, "list("));
+            rewrite.edits.push(Edit::insertion(range.end, ")"));
+            match call.args.get(1) {
+                Some(variables) if is_simple(variables) => variables_of(rewrite, variables),
+                _ => format!("[variable for _, variable in {}]", name.id),
+            }
+        }
+        _ => return None,
+    };
+    Some(BroadcastTargets {
+        variables,
+        optimizer,
+    })
+}
+
+fn is_zip(call: &ast::ExprCall) -> bool {
+    matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "zip")
+        && call.args.len() == 2
+}
+
+fn is_simple(expr: &Expr) -> bool {
+    match expr {
+        Expr::Name(_) => true,
+        Expr::Attribute(attribute) => is_simple(&attribute.value),
+        Expr::List(list) => list.elts.iter().all(is_simple),
+        Expr::Tuple(tuple) => tuple.elts.iter().all(is_simple),
+        _ => false,
+    }
+}
+
+/// `model.trainable_variables` -> `model.variables` (non-trainable state too); anything else as written.
+fn variables_of(rewrite: &ModuleRewrite, variables: &Expr) -> String {
+    if let Expr::Attribute(attribute) = variables
+        && matches!(
+            attribute.attr.as_str(),
+            "trainable_variables" | "trainable_weights"
+        )
+    {
+        return format!("{}.variables", rewrite.expression_text(&attribute.value));
+    }
+    rewrite.expression_text(variables).to_string()
+}
+
+/// Statements from `body` down to `target`: the chain of enclosing statements.
+fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
+    for stmt in body {
+        let range = span(stmt);
+        if range == *target {
+            return Some(vec![stmt]);
+        }
+        if range.start <= target.start && target.end <= range.end {
+            for nested in nested_bodies(stmt) {
+                if let Some(mut path) = path_to(nested, target) {
+                    path.insert(0, stmt);
+                    return Some(path);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn is_loop(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
+}
+
+fn broadcast_after_first_step(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    stmt: &Stmt,
+    apply: &ast::ExprCall,
+) {
+    let module = rewrite.module;
+    let scope = &module.scopes[scope_index];
+    let Some(targets) = broadcast_targets(rewrite, scope, apply) else {
+        rewrite.diagnose(Diagnostic::new(
+            Code::OptimizerNotFound,
+            span(apply),
+            "the variables given to `apply_gradients` could not be identified, so no broadcast of the initial variables was added",
+        ).with_suggestion(format!("after the first step, call `{0}.broadcast_variables(<model>.variables, root_rank=0)` and `{0}.broadcast_variables(<optimizer>.variables(), root_rank=0)`", rewrite.hvd)));
+        return;
+    };
+    // The step runs directly in a Python loop of this scope.
+    if !scope.is_tf_function
+        && let Some(path) = path_to(scope.body, &span(stmt))
+        && let Some(outermost) = path.iter().find(|stmt| is_loop(stmt))
+    {
+        let innermost = path.iter().rev().find(|stmt| is_loop(stmt)).copied();
+        place_broadcast(rewrite, outermost, stmt, &targets, None);
+        if let Some(innermost) = innermost {
+            divide_loop_steps(rewrite, innermost);
+        }
+        return;
+    }
+    // The step is a function (often a `@tf.function`): find the Python loop that calls it.
+    let step_name = scope.name().to_string();
+    for (caller_index, caller) in module.scopes.iter().enumerate() {
+        if caller_index == scope_index || caller.is_tf_function {
+            continue;
+        }
+        for (call_statement, call) in calls_in_scope(caller) {
+            let calls_step = matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == step_name)
+                || matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == step_name && matches!(attribute.value.as_ref(), Expr::Name(receiver) if receiver.id.as_str() == "self"));
+            if !calls_step {
+                continue;
+            }
+            let Some(path) = path_to(caller.body, &span(call_statement)) else {
+                continue;
+            };
+            let Some(outermost) = path.iter().find(|stmt| is_loop(stmt)) else {
+                continue;
+            };
+            let Some(translated) = translate_targets(rewrite, scope, call, &targets) else {
+                rewrite.diagnose(Diagnostic::new(
+                    Code::OptimizerNotFound,
+                    span(apply),
+                    format!("the model or optimizer of `{step_name}` is local to it, so the broadcast after its first call could not name them"),
+                ).with_suggestion(format!("pass the model and optimizer to `{step_name}` as arguments, or broadcast inside it on the first batch (Horovod's `first_batch` pattern)")));
+                return;
+            };
+            let innermost = path.iter().rev().find(|stmt| is_loop(stmt)).copied();
+            place_broadcast(
+                rewrite,
+                outermost,
+                call_statement,
+                &translated,
+                Some(&step_name),
+            );
+            if let Some(innermost) = innermost {
+                divide_loop_steps(rewrite, innermost);
+            }
+            return;
+        }
+    }
+    let (code, message) = if scope.function.is_some() {
+        (
+            Code::TrainingLoopSpreadOverFiles,
+            format!(
+                "no loop in this module calls `{step_name}`: the training loop is spread over several files, so the one-time broadcast of the initial variables was not added"
+            ),
+        )
+    } else {
+        (
+            Code::OptimizerNotFound,
+            "the optimizer step is not inside a loop; no broadcast was added".to_string(),
+        )
+    };
+    rewrite.diagnose(Diagnostic::new(code, span(apply), message).with_suggestion(format!(
+        "after the first call of the step, run `{0}.broadcast_variables({1}, root_rank=0)` and `{0}.broadcast_variables({2}.variables(), root_rank=0)` once",
+        rewrite.hvd, targets.variables, targets.optimizer
+    )));
+}
+
+/// Rewrites names local to the step function into the caller's arguments.
+fn translate_targets(
+    rewrite: &ModuleRewrite,
+    step: &Scope,
+    call: &ast::ExprCall,
+    targets: &BroadcastTargets,
+) -> Option<BroadcastTargets> {
+    let translate = |text: &str| -> Option<String> {
+        let root_end = text
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(text.len());
+        let (root, rest) = text.split_at(root_end);
+        if root.is_empty() {
+            return Some(text.to_string());
+        }
+        if let Some(position) = step
+            .parameters
+            .iter()
+            .position(|parameter| parameter == root)
+        {
+            let is_method = step.class.is_some();
+            let argument = crate::analysis::walk::keyword(call, root)
+                .map(|keyword| &keyword.value)
+                .or_else(|| {
+                    call.args.get(if is_method {
+                        position.checked_sub(1)?
+                    } else {
+                        position
+                    })
+                })?;
+            if matches!(argument, Expr::Starred(_)) {
+                return None;
+            }
+            return Some(format!("{}{rest}", rewrite.expression_text(argument)));
+        }
+        let local = crate::analysis::bindings::assigned_names(step.body).contains(root);
+        if local { None } else { Some(text.to_string()) }
+    };
+    if targets.variables.starts_with('[') {
+        // A list of hand-built variables: each must be visible in the caller.
+        let names: Vec<&str> = targets
+            .variables
+            .trim_matches(['[', ']'])
+            .split(',')
+            .map(str::trim)
+            .collect();
+        let translated: Option<Vec<String>> = names.iter().map(|name| translate(name)).collect();
+        return Some(BroadcastTargets {
+            variables: format!("[{}]", translated?.join(", ")),
+            optimizer: translate(&targets.optimizer)?,
+        });
+    }
+    Some(BroadcastTargets {
+        variables: translate(&targets.variables)?,
+        optimizer: translate(&targets.optimizer)?,
+    })
+}
+
+fn place_broadcast(
+    rewrite: &mut ModuleRewrite,
+    outermost_loop: &Stmt,
+    after: &Stmt,
+    targets: &BroadcastTargets,
+    step_name: Option<&str>,
+) {
+    let hvd = rewrite.hvd.clone();
+    let flag = rewrite.fresh(&["broadcast_done", "hvd_broadcast_done"]);
+    let unit = rewrite.indent_unit.clone();
+    let keras_3 = rewrite
+        .module
+        .module
+        .bindings
+        .iter()
+        .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
+    // tf.keras 2 optimizers expose `variables()` (a method, or a callable list since Keras 2.11); Keras 3 a property.
+    let optimizer_variables = if keras_3 {
+        format!("{}.variables", targets.optimizer)
+    } else {
+        format!("{}.variables()", targets.optimizer)
+    };
+    rewrite.insert_before_statement(&span(outermost_loop), &[format!("{flag} = False")]);
+    rewrite.insert_after_statement(
+        &span(after),
+        &[format!(
+            "if not {flag}:\n{unit}{hvd}.broadcast_variables({}, root_rank=0)\n{unit}{hvd}.broadcast_variables({optimizer_variables}, root_rank=0)\n{unit}{flag} = True",
+            targets.variables
+        )],
+    );
+    let line = rewrite
+        .module
+        .module
+        .source
+        .location(span(after).start)
+        .line;
+    let how = match step_name {
+        Some(step) => format!(
+            "variables are broadcast from rank 0 once, after the first call of `{step}` (line {line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
+        ),
+        _ => format!(
+            "variables are broadcast from rank 0 once, after the first optimizer step (line {line}), guarded by the flag `{flag}` set before the loop"
+        ),
+    };
+    rewrite.diagnose(Diagnostic::new(Code::BroadcastPlacement, span(after), how));
+}
+
+/// Divides the step count of the loop that drives training (`range(n)`, `dataset.take(n)`).
+fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
+    let Stmt::For(for_loop) = loop_statement else {
+        return;
+    };
+    let mut iterable = for_loop.iter.as_ref();
+    if let Expr::Call(call) = iterable
+        && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
+        && let Some(inner) = call.args.first()
+    {
+        iterable = inner;
+    }
+    if let Expr::Call(call) = iterable {
+        let is_range =
+            matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "range");
+        let is_take = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "take");
+        if (is_range || is_take) && call.args.len() == 1 {
+            rewrite.divide_expression(&call.args[0]);
+            return;
+        }
+    }
+    if !rewrite.text.contains(".shard(") {
+        let iterable_text = rewrite.expression_text(&for_loop.iter).to_string();
+        rewrite.diagnose(
+            Diagnostic::new(
+                Code::DatasetNotSharded,
+                span(for_loop.iter.as_ref()),
+                format!("every worker iterates all of `{iterable_text}` and no step count divides the work, so more workers bring no speed-up"),
+            )
+            .with_suggestion(format!(
+                "shard the dataset with `.shard({0}, {1})` before batching, or iterate `.take(<steps> // {0})`",
+                rewrite.horovod_call("size"),
+                rewrite.horovod_call("rank")
+            )),
+        );
+    }
+}

@@ -1,0 +1,499 @@
+//! Keras `compile` + `fit` (SPEC 4.2).
+//!
+//! What it does: wraps the optimizer given to `compile` in
+//! `hvd.DistributedOptimizer` (building it from the name when it is a
+//! string), adds the broadcast and metric-averaging callbacks in front of the
+//! user's, keeps file-writing callbacks on rank 0, makes `fit` and `evaluate`
+//! verbose on rank 0 only, and divides `steps_per_epoch` / `validation_steps`.
+//!
+//! Why: Horovod averages gradients in the wrapped optimizer; every worker must
+//! start from rank 0's weights; callbacks that stop training (EarlyStopping)
+//! must run on every rank or the job deadlocks, while callbacks that write
+//! files must not race each other.
+//!
+//! Example: `opt = Adam(1e-3)` -> `opt = Adam(1e-3 * hvd.size())` and
+//! `opt = hvd.DistributedOptimizer(opt)` on the next line.
+//!
+//! Assumptions (reported when broken): the callbacks list is visible in the
+//! function that calls `fit`; the model is compiled in the same module.
+
+use std::collections::HashSet;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::common::ModuleRewrite;
+use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
+use crate::analysis::training::{Scope, TrainingPattern};
+use crate::analysis::walk::{calls_in_statement, for_each_statement, keyword};
+use crate::diagnostics::{Code, Diagnostic};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+
+pub fn rewrite(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let mut compiled: HashSet<std::ops::Range<usize>> = HashSet::new();
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::Keras)
+    {
+        let scope = &module.scopes[site.scope];
+        let Some((_, fit)) = find_call(scope, &site.range) else {
+            continue;
+        };
+        let Expr::Attribute(attribute) = fit.func.as_ref() else {
+            continue;
+        };
+        rewrite_callbacks(rewrite, scope, fit);
+        rank_zero_verbose(rewrite, fit);
+        divide_steps(rewrite, scope, fit);
+        if let Expr::Name(receiver) = attribute.value.as_ref() {
+            let receiver = receiver.id.as_str();
+            match find_compile(rewrite, site.scope, receiver) {
+                Some((compile_scope, compile)) => {
+                    if compiled.insert(span(compile)) {
+                        wrap_compiled_optimizer(rewrite, &module.scopes[compile_scope], compile);
+                    }
+                }
+                None => rewrite.diagnose(
+                    Diagnostic::new(
+                        Code::OptimizerNotFound,
+                        site.range.clone(),
+                        format!("`{receiver}.compile(...)` is not in this module, so its optimizer was not wrapped in hvd.DistributedOptimizer"),
+                    )
+                    .with_suggestion(format!("compile `{receiver}` with `optimizer={}.DistributedOptimizer(<optimizer>)`", rewrite.hvd)),
+                ),
+            }
+        }
+    }
+    // `evaluate` prints on rank 0 only.
+    for (index, scope) in module.scopes.iter().enumerate() {
+        for (_, call) in calls_in_scope(scope) {
+            if let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "evaluate"
+                && let Expr::Name(receiver) = attribute.value.as_ref()
+                && module.models[index].contains(receiver.id.as_str())
+            {
+                rank_zero_verbose(rewrite, call);
+            }
+        }
+    }
+}
+
+/// Every call of a scope's own statements, with its statement.
+pub fn calls_in_scope<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
+    let mut calls = Vec::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        for call in calls_in_statement(stmt) {
+            calls.push((stmt, call));
+        }
+    });
+    calls
+}
+
+pub fn find_call<'a>(
+    scope: &Scope<'a>,
+    range: &std::ops::Range<usize>,
+) -> Option<(&'a Stmt, &'a ast::ExprCall)> {
+    calls_in_scope(scope)
+        .into_iter()
+        .find(|(_, call)| span(*call) == *range)
+}
+
+fn broadcast_callbacks(rewrite: &ModuleRewrite) -> [String; 2] {
+    [
+        format!(
+            "{}.callbacks.BroadcastGlobalVariablesCallback(0)",
+            rewrite.hvd
+        ),
+        format!("{}.callbacks.MetricAverageCallback()", rewrite.hvd),
+    ]
+}
+
+fn rewrite_callbacks(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
+    let [broadcast, average] = broadcast_callbacks(rewrite);
+    let Some(callbacks) = keyword(fit, "callbacks") else {
+        rewrite.add_keyword(fit, "callbacks", &format!("[{broadcast}, {average}]"));
+        return;
+    };
+    match &callbacks.value {
+        Expr::List(list) => rewrite_callback_list(rewrite, scope, list),
+        Expr::Name(name) => {
+            let definitions = list_definitions(rewrite, scope, name.id.as_str());
+            if let [list] = definitions.as_slice() {
+                rewrite_callback_list(rewrite, scope, list);
+                guard_writer_appends(rewrite, scope, name.id.as_str());
+            } else {
+                callbacks_not_visible(rewrite, &callbacks.value);
+            }
+        }
+        other => callbacks_not_visible(rewrite, other),
+    }
+}
+
+fn callbacks_not_visible(rewrite: &mut ModuleRewrite, value: &Expr) {
+    if rewrite.calls_horovod_attribute(value, "BroadcastGlobalVariablesCallback") {
+        return;
+    }
+    let [broadcast, average] = broadcast_callbacks(rewrite);
+    let text = rewrite.expression_text(value).to_string();
+    rewrite.edits.push(Edit::replacement(
+        span(value),
+        format!("[{broadcast}, {average}, *{text}]"),
+    ));
+    rewrite.diagnose(
+        Diagnostic::new(
+            Code::CallbacksNotVisible,
+            span(value),
+            format!("the callbacks in `{text}` are built elsewhere: any that write files (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) will run on every rank"),
+        )
+        .with_suggestion(format!("add file-writing callbacks only when `{}`", rewrite.rank_zero_test())),
+    );
+}
+
+/// The list literals a name is assigned in this scope (or at top level when the scope never assigns it).
+fn list_definitions<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope: &Scope<'a>,
+    name: &str,
+) -> Vec<&'a ast::ExprList> {
+    let mut definitions = Vec::new();
+    let mut other_assignments = 0;
+    let scopes = [scope, &rewrite.module.scopes[0]];
+    for candidate in scopes {
+        for_each_statement(candidate.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign.targets.iter().any(
+                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
+                )
+            {
+                match assign.value.as_ref() {
+                    Expr::List(list) => definitions.push(list),
+                    _ => other_assignments += 1,
+                }
+            }
+        });
+        if !definitions.is_empty() || other_assignments > 0 {
+            break;
+        }
+    }
+    if other_assignments > 0 {
+        return Vec::new();
+    }
+    definitions
+}
+
+fn rewrite_callback_list(rewrite: &mut ModuleRewrite, scope: &Scope, list: &ast::ExprList) {
+    let already = list.elts.iter().any(|element| {
+        rewrite.calls_horovod_attribute(element, "BroadcastGlobalVariablesCallback")
+    });
+    if !already {
+        let [broadcast, average] = broadcast_callbacks(rewrite);
+        match list.elts.first() {
+            None => {
+                let offset = span(list).start + 1;
+                rewrite
+                    .edits
+                    .push(Edit::insertion(offset, format!("{broadcast}, {average}")));
+            }
+            Some(first) => {
+                let start = span(first).start;
+                let line_start = crate::python::source::line_start(rewrite.text, start);
+                let separator = if rewrite.text[line_start..start].trim().is_empty() {
+                    format!("{}{}", rewrite.newline, &rewrite.text[line_start..start])
+                } else {
+                    " ".to_string()
+                };
+                rewrite.edits.push(Edit::insertion(
+                    start,
+                    format!("{broadcast},{separator}{average},{separator}"),
+                ));
+            }
+        }
+    }
+    for element in &list.elts {
+        if is_writer_callback(rewrite, scope, element) {
+            let text = rewrite.expression_text(element).to_string();
+            let replacement = format!("*([{text}] if {} else [])", rewrite.rank_zero_test());
+            rewrite
+                .edits
+                .push(Edit::replacement(span(element), replacement));
+        }
+    }
+}
+
+fn is_writer_callback(rewrite: &ModuleRewrite, scope: &Scope, element: &Expr) -> bool {
+    let Expr::Call(call) = element else {
+        return false;
+    };
+    matches!(
+        rewrite.library_class_of_call(scope, call),
+        Some(LibraryClass::Callback { writes_files: true })
+    )
+}
+
+/// `callbacks.append(ModelCheckpoint(...))` runs on rank 0 only.
+fn guard_writer_appends(rewrite: &mut ModuleRewrite, scope: &Scope, name: &str) {
+    let mut appends = Vec::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Expr(expression) = stmt
+            && let Expr::Call(call) = expression.value.as_ref()
+            && let Expr::Attribute(attribute) = call.func.as_ref()
+            && attribute.attr.as_str() == "append"
+            && matches!(attribute.value.as_ref(), Expr::Name(receiver) if receiver.id.as_str() == name)
+            && call
+                .args
+                .first()
+                .is_some_and(|argument| is_writer_callback(rewrite, scope, argument))
+        {
+            appends.push(stmt);
+        }
+    });
+    for stmt in appends {
+        if rewrite.owns_its_lines(&span(stmt)) && !rewrite.is_guarded(stmt) {
+            rewrite.guard_statements(&[stmt]);
+        }
+    }
+}
+
+fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
+    let test = rewrite.rank_zero_test();
+    match keyword(call, "verbose") {
+        Some(verbose) => {
+            if rewrite.calls_horovod(&verbose.value, "rank") {
+                return;
+            }
+            let value = &verbose.value;
+            let text = rewrite.expression_text(value);
+            let text = if matches!(value, Expr::IfExp(_) | Expr::Lambda(_) | Expr::NamedExpr(_)) {
+                format!("({text})")
+            } else {
+                text.to_string()
+            };
+            rewrite.edits.push(Edit::replacement(
+                span(value),
+                format!("{text} if {test} else 0"),
+            ));
+        }
+        None => {
+            // `verbose` is fit's 5th and evaluate's 4th positional argument; positional use is rare.
+            if call.args.len() < 4 {
+                rewrite.add_keyword(call, "verbose", &format!("1 if {test} else 0"));
+            }
+        }
+    }
+}
+
+fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
+    let mut divided = false;
+    for name in ["steps_per_epoch", "validation_steps"] {
+        if let Some(steps) = keyword(fit, name)
+            && !matches!(
+                &steps.value,
+                Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::None,
+                    ..
+                })
+            )
+        {
+            rewrite.divide_expression(&steps.value);
+            divided |= name == "steps_per_epoch";
+        }
+    }
+    if let Some(Expr::Call(take)) = fit.args.first()
+        && let Expr::Attribute(attribute) = take.func.as_ref()
+        && attribute.attr.as_str() == "take"
+        && let Some(count) = take.args.first()
+    {
+        rewrite.divide_expression(count);
+        divided = true;
+    }
+    let shards = rewrite.text.contains(".shard(");
+    if !divided && !shards {
+        let data = fit
+            .args
+            .first()
+            .map(|argument| rewrite.expression_text(argument).to_string())
+            .unwrap_or_else(|| "the data".into());
+        let _ = scope;
+        rewrite.diagnose(
+            Diagnostic::new(
+                Code::DatasetNotSharded,
+                span(fit),
+                format!("every worker trains on all of `{data}` each epoch and no step count divides the work, so more workers bring no speed-up"),
+            )
+            .with_suggestion(format!(
+                "shard the dataset with `.shard({0}, {1})` before batching, or pass `steps_per_epoch=<steps> // {0}`",
+                rewrite.horovod_call("size"),
+                rewrite.horovod_call("rank")
+            )),
+        );
+    }
+}
+
+/// The `compile` call of a model: in the fit's scope first, then anywhere in the module.
+fn find_compile<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope_index: usize,
+    receiver: &str,
+) -> Option<(usize, &'a ast::ExprCall)> {
+    let module = rewrite.module;
+    let mut order: Vec<usize> = vec![scope_index, 0];
+    order.extend((0..module.scopes.len()).filter(|index| *index != scope_index && *index != 0));
+    for index in order {
+        for (_, call) in calls_in_scope(&module.scopes[index]) {
+            if let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "compile"
+                && matches!(attribute.value.as_ref(), Expr::Name(name) if name.id.as_str() == receiver)
+            {
+                return Some((index, call));
+            }
+        }
+    }
+    None
+}
+
+fn wrap_compiled_optimizer(rewrite: &mut ModuleRewrite, scope: &Scope, compile: &ast::ExprCall) {
+    let hvd = rewrite.hvd.clone();
+    let optimizer = keyword(compile, "optimizer")
+        .map(|keyword| &keyword.value)
+        .or_else(|| compile.args.first());
+    let Some(optimizer) = optimizer else {
+        // Keras compiles with RMSprop when no optimizer is given.
+        let built = build_optimizer(rewrite, "RMSprop");
+        rewrite.add_keyword(
+            compile,
+            "optimizer",
+            &format!("{hvd}.DistributedOptimizer({built})"),
+        );
+        return;
+    };
+    match optimizer {
+        Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Str(name),
+            ..
+        }) => match optimizer_for_string(name) {
+            Some(class) => {
+                let built = build_optimizer(rewrite, class);
+                rewrite.edits.push(Edit::replacement(
+                    span(optimizer),
+                    format!("{hvd}.DistributedOptimizer({built})"),
+                ));
+            }
+            None => rewrite.diagnose(Diagnostic::new(
+                Code::OptimizerNotFound,
+                span(optimizer),
+                format!(
+                    "unknown optimizer name {}: it was not wrapped in hvd.DistributedOptimizer",
+                    rewrite.expression_text(optimizer)
+                ),
+            )),
+        },
+        Expr::Call(call) if rewrite.calls_horovod_attribute(&call.func, "DistributedOptimizer") => {
+        }
+        Expr::Name(name) => {
+            let name = name.id.as_str();
+            let assignments = optimizer_assignments(rewrite, scope, name);
+            let already_wrapped = assignments
+                .iter()
+                .any(|(_, value)| rewrite.calls_horovod_attribute(value, "DistributedOptimizer"));
+            if already_wrapped {
+                return;
+            }
+            let constructions: Vec<&Stmt> = assignments
+                .iter()
+                .filter(|(_, value)| matches!(value, Expr::Call(call) if is_optimizer_construction(rewrite, scope, call)))
+                .map(|(stmt, _)| *stmt)
+                .collect();
+            if let ([construction], 1) = (constructions.as_slice(), assignments.len())
+                && rewrite.owns_its_lines(&span(*construction))
+            {
+                rewrite.insert_after_statement(
+                    &span(*construction),
+                    &[format!("{name} = {hvd}.DistributedOptimizer({name})")],
+                );
+            } else {
+                wrap_inline(rewrite, optimizer);
+            }
+        }
+        other => wrap_inline(rewrite, other),
+    }
+}
+
+fn wrap_inline(rewrite: &mut ModuleRewrite, optimizer: &Expr) {
+    let range = span(optimizer);
+    rewrite.edits.push(Edit::insertion(
+        range.start,
+        format!("{}.DistributedOptimizer(", rewrite.hvd),
+    ));
+    rewrite.edits.push(Edit::insertion(range.end, ")"));
+}
+
+fn is_optimizer_construction(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    if matches!(
+        rewrite.library_class_of_call(scope, call),
+        Some(LibraryClass::Optimizer(_))
+    ) {
+        return true;
+    }
+    crate::analysis::training::callee_name(
+        rewrite.analysis.package,
+        rewrite.module.module,
+        scope,
+        &call.func,
+    )
+    .is_some_and(|callee| {
+        rewrite
+            .analysis
+            .package
+            .is_subclass(&callee, library::KERAS_OPTIMIZER)
+    })
+}
+
+/// Assignments to `name` in the scope, or at top level when the scope has none.
+fn optimizer_assignments<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope: &Scope<'a>,
+    name: &str,
+) -> Vec<(&'a Stmt, &'a Expr)> {
+    for candidate in [scope, &rewrite.module.scopes[0]] {
+        let mut found = Vec::new();
+        for_each_statement(candidate.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign.targets.iter().any(
+                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
+                )
+            {
+                found.push((stmt, assign.value.as_ref()));
+            }
+        });
+        if !found.is_empty()
+            || candidate
+                .parameters
+                .iter()
+                .any(|parameter| parameter == name)
+        {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
+/// `tf.keras.optimizers.Adam(learning_rate=0.001 * hvd.size())` in the module's own names.
+fn build_optimizer(rewrite: &ModuleRewrite, class: &str) -> String {
+    let keras = rewrite
+        .module
+        .module
+        .bindings
+        .name_for("tensorflow.keras")
+        .map(String::from)
+        .unwrap_or_else(|| format!("{}.keras", rewrite.tf));
+    let default = library::KERAS_OPTIMIZERS
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map_or("0.001", |(_, default)| default);
+    format!(
+        "{keras}.optimizers.{class}(learning_rate={default} * {})",
+        rewrite.horovod_call("size")
+    )
+}

@@ -1,0 +1,3 @@
+//! Choosing the files: discovery under the package root.
+
+pub mod discover;
