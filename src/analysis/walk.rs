@@ -275,3 +275,25 @@ pub fn target_names(target: &Expr) -> Vec<&str> {
         _ => Vec::new(),
     }
 }
+
+/// Whether `name` is read anywhere in `body` other than as the callee of a call.
+pub fn mentions_name_outside_calls(body: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    for_each_statement(body, true, &mut |stmt| {
+        let mut callees = Vec::new();
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Call(call) = expr {
+                callees.push(crate::python::parse::span(call.func.as_ref()));
+            }
+        });
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Name(candidate) = expr
+                && candidate.id.as_str() == name
+                && !callees.contains(&crate::python::parse::span(expr))
+            {
+                found = true;
+            }
+        });
+    });
+    found
+}

@@ -21,9 +21,9 @@ const MAX_INDENT_DEPTH: usize = 100;
 pub enum LoadError {
     #[error("cannot read file: {0}")]
     Unreadable(String),
-    #[error("not valid UTF-8 at line {}, column {}: Python source must be UTF-8", .location.line, .location.column)]
+    #[error("not valid UTF-8: Python source must be UTF-8")]
     InvalidUtf8 { location: Location },
-    #[error("syntax error at line {}, column {}: {message}", .location.line, .location.column)]
+    #[error("syntax error: {message}")]
     Syntax { location: Location, message: String },
 }
 
@@ -98,11 +98,11 @@ pub fn parse_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError>
                     ));
                 }
             }
-            Err(error) => {
-                return Err(syntax_error(
-                    error.location.to_usize(),
-                    error.error.to_string(),
-                ));
+            Err(_) => {
+                // Let the parser report whichever comes first: an earlier
+                // syntax error (`def f(:`) or this lexical one (unclosed bracket at the end).
+                tokens.push(token);
+                break;
             }
         }
         tokens.push(token);

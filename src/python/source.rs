@@ -124,7 +124,7 @@ mod tests {
             index.location(text, c),
             Location {
                 line: 2,
-                column: 11
+                column: 10
             }
         );
     }

@@ -90,6 +90,7 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
         }
     }
     bindings.sort_by_key(|(_, binding)| binding.statement.start);
+    let mut keras_3_reported = false;
     for (name, binding) in bindings {
         match binding.kind {
             BindingKind::DynamicImport if library::is_tensorflow(&library::canonical_name(&binding.qualified)) => rewrite.diagnose(
@@ -100,10 +101,13 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
                 Diagnostic::new(Code::TensorflowMemberAliased, binding.statement.clone(), format!("`{name}` aliases `{}`; the tool resolved it here, but a later reassignment of `{name}` would not be followed", binding.qualified))
                     .with_suggestion(format!("use `{}` directly, or import it with `from ... import`", binding.qualified)),
             ),
-            BindingKind::Import if library::is_standalone_keras(&binding.qualified) => rewrite.diagnose(
-                Diagnostic::new(Code::Keras3, binding.statement.clone(), "standalone `keras` is Keras 3 on TensorFlow >= 2.16; Horovod's Keras integration needs tf.keras 2")
-                    .with_suggestion("install `tf_keras`, import it instead of `keras`, and set TF_USE_LEGACY_KERAS=1"),
-            ),
+            BindingKind::Import if library::is_standalone_keras(&binding.qualified) && !keras_3_reported => {
+                keras_3_reported = true;
+                rewrite.diagnose(
+                    Diagnostic::new(Code::Keras3, binding.statement.clone(), "standalone `keras` is Keras 3 on TensorFlow >= 2.16; Horovod's Keras integration needs tf.keras 2")
+                        .with_suggestion("install `tf_keras`, import it instead of `keras`, and set TF_USE_LEGACY_KERAS=1"),
+                )
+            }
             _ => {}
         }
     }
@@ -139,6 +143,10 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
         visit_assignments(scope.body, false, &mut |stmt, nested| {
             let Stmt::Assign(assign) = stmt else { return };
             let is_optimizer = matches!(assign.value.as_ref(), Expr::Call(call) if matches!(rewrite.library_class_of_call(scope, call), Some(LibraryClass::Optimizer(_))));
+            // `opt = hvd.DistributedOptimizer(opt)` wraps the optimizer; it does not replace it.
+            if rewrite.calls_horovod_attribute(&assign.value, "DistributedOptimizer") {
+                return;
+            }
             for target in &assign.targets {
                 let Expr::Name(name) = target else { continue };
                 if is_optimizer {

@@ -43,7 +43,13 @@ pub struct ModuleRewrite<'a> {
     pub diagnostics: Vec<Diagnostic>,
     /// Imports to insert after the tensorflow import, in order.
     imports: Vec<String>,
+    /// Calls whose added keywords go on lines of their own (the line was too long).
+    continued_calls: HashSet<usize>,
 }
+
+/// Lines longer than this get added keyword arguments on a line of their own
+/// (black's default length).
+const MAX_LINE_LENGTH: usize = 88;
 
 /// The Horovod module each pattern needs (SPEC 4).
 pub fn horovod_module(pattern: TrainingPattern) -> &'static str {
@@ -80,7 +86,26 @@ impl<'a> ModuleRewrite<'a> {
         let tf = match bindings.name_for("tensorflow") {
             Some(name) => name.to_string(),
             None => {
-                let name = fresh_name(&["tf", "tensorflow"], &taken_names);
+                // `tf` taken only by function-level `import tensorflow as tf` may be reused at the top.
+                let means_tensorflow = |scope: &Scope| {
+                    scope
+                        .bindings
+                        .get("tf")
+                        .map(|binding| library::canonical_name(&binding.qualified) == "tensorflow")
+                };
+                let tensorflow_only_in_functions = module
+                    .scopes
+                    .iter()
+                    .all(|scope| means_tensorflow(scope) != Some(false))
+                    && module
+                        .scopes
+                        .iter()
+                        .any(|scope| means_tensorflow(scope) == Some(true));
+                let mut candidates_taken = taken_names.clone();
+                if tensorflow_only_in_functions {
+                    candidates_taken.remove("tf");
+                }
+                let name = fresh_name(&["tf", "tensorflow"], &candidates_taken);
                 taken_names.insert(name.clone());
                 imports.insert(
                     0,
@@ -108,6 +133,7 @@ impl<'a> ModuleRewrite<'a> {
             edits: Vec::new(),
             diagnostics: Vec::new(),
             imports,
+            continued_calls: HashSet::new(),
         }
     }
 
@@ -359,11 +385,28 @@ impl<'a> ModuleRewrite<'a> {
                 let open_line = line_start(self.text, span(&*call.func).end);
                 let arguments_on_own_lines =
                     line_start(self.text, first_argument_start) != open_line;
+                let line_length = {
+                    let start = line_start(self.text, end);
+                    let stop = line_end_including_newline(self.text, end);
+                    self.text[start..stop].trim_end().chars().count()
+                };
+                let too_long = line_length + name.len() + value.len() + 3 > MAX_LINE_LENGTH;
                 if arguments_on_own_lines {
                     let indentation = indentation_at(self.text, first_argument_start).to_string();
                     self.edits.push(Edit::insertion(
                         end,
                         format!(",{}{indentation}{name}={value}", self.newline),
+                    ));
+                } else if (too_long || self.continued_calls.contains(&call_range.start))
+                    && line_start(self.text, end) == open_line
+                {
+                    self.continued_calls.insert(call_range.start);
+                    // Continue under the first argument, as PEP 8's aligned style does.
+                    let column = self.text[open_line..first_argument_start].chars().count();
+                    let alignment = " ".repeat(column);
+                    self.edits.push(Edit::insertion(
+                        end,
+                        format!(",{}{alignment}{name}={value}", self.newline),
                     ));
                 } else {
                     self.edits

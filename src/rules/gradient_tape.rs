@@ -326,7 +326,19 @@ fn broadcast_after_first_step(
             return;
         }
     }
-    let (code, message) = if scope.function.is_some() {
+    let used_as_value = rewrite
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.code == Code::FunctionPassedAsValue)
+        || crate::analysis::walk::mentions_name_outside_calls(&module.module.body, &step_name);
+    let (code, message) = if scope.function.is_some() && used_as_value {
+        (
+            Code::FunctionPassedAsValue,
+            format!(
+                "no loop calls `{step_name}` by its name (it is used as a value), so the one-time broadcast of the initial variables was not added"
+            ),
+        )
+    } else if scope.function.is_some() {
         (
             Code::TrainingLoopSpreadOverFiles,
             format!(
