@@ -1,0 +1,278 @@
+//! The command line as a user meets it: exit codes, what is printed, what is
+//! written, and what happens on bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(case)
+        .join("input")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn distribute(arguments: &[&str], directory: &Path) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_distribute"))
+        .args(arguments)
+        .current_dir(directory)
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output
+            .status
+            .code()
+            .expect("exited normally, not by a signal"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// A scratch copy of a fixture package, with its own root (no git above it).
+fn scratch_copy(case: &str) -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(case), scratch.path());
+    scratch
+}
+
+#[test]
+fn check_reports_pending_rewrite_with_exit_1_and_linter_style_lines() {
+    let scratch = scratch_copy("keras_optimizer_object");
+    let run = distribute(&["check", "--root", "."], scratch.path());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    insta::assert_snapshot!(format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        run.code, run.stdout, run.stderr
+    ));
+}
+
+#[test]
+fn diff_prints_a_unified_diff_and_changes_nothing() {
+    let scratch = scratch_copy("keras_optimizer_object");
+    let before = std::fs::read_to_string(scratch.path().join("train.py")).unwrap();
+    let run = distribute(&["diff", "--root", "."], scratch.path());
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains("--- a/train.py\n+++ b/train.py\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("+    opt = hvd.DistributedOptimizer(opt)\n")
+    );
+    assert_eq!(
+        before,
+        std::fs::read_to_string(scratch.path().join("train.py")).unwrap()
+    );
+}
+
+#[test]
+fn json_output_has_the_documented_shape() {
+    let scratch = scratch_copy("keras_optimizer_object");
+    let run = distribute(&["diff", "--root", ".", "--format", "json"], scratch.path());
+    assert_eq!(run.code, 1);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).expect("valid JSON");
+    assert_eq!(report["version"], 1);
+    let module = &report["modules"][0];
+    assert_eq!(module["path"], "train.py");
+    assert_eq!(module["pattern"], "keras");
+    assert_eq!(module["changed"], true);
+    assert!(
+        module["diff"]
+            .as_str()
+            .unwrap()
+            .starts_with("--- a/train.py")
+    );
+    let diagnostic = &module["diagnostics"][0];
+    for field in [
+        "code",
+        "severity",
+        "message",
+        "line",
+        "column",
+        "suggestion",
+    ] {
+        assert!(
+            diagnostic.get(field).is_some(),
+            "diagnostic lacks {field}: {diagnostic}"
+        );
+    }
+    assert_eq!(report["errors"], serde_json::json!([]));
+}
+
+#[test]
+fn fix_writes_once_and_then_has_nothing_to_do() {
+    let scratch = scratch_copy("tape_tf_function");
+    let first = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(
+        first.code, 1,
+        "fix exits 1 when it changed files: {}",
+        first.stdout
+    );
+    let written = std::fs::read_to_string(scratch.path().join("train.py")).unwrap();
+    assert!(written.contains("tape = hvd.DistributedGradientTape(tape)"));
+    let second = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(second.code, 0, "{}", second.stdout);
+    assert_eq!(
+        written,
+        std::fs::read_to_string(scratch.path().join("train.py")).unwrap()
+    );
+    let check = distribute(&["check", "--root", "."], scratch.path());
+    assert_eq!(check.code, 0, "{}", check.stdout);
+}
+
+#[test]
+fn bad_files_are_reported_and_the_rest_is_still_rewritten() {
+    let scratch = scratch_copy("bad_input");
+    let broken_before = std::fs::read(scratch.path().join("broken.py")).unwrap();
+    let run = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(
+        run.code, 2,
+        "file errors make the exit code 2: {}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("broken.py:7:10: error: syntax error"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("latin1.py:3:6: error: not valid UTF-8"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("empty.py: warning: empty file"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        std::fs::read_to_string(scratch.path().join("train.py"))
+            .unwrap()
+            .contains("hvd.DistributedOptimizer(opt)")
+    );
+    assert_eq!(
+        broken_before,
+        std::fs::read(scratch.path().join("broken.py")).unwrap()
+    );
+}
+
+#[test]
+fn mixed_module_is_not_rewritten_and_fails_the_check() {
+    let scratch = scratch_copy("mixed_fit_and_tape");
+    let run = distribute(&["check", "--root", "."], scratch.path());
+    assert_eq!(
+        run.code, 1,
+        "an error-severity diagnostic fails the check: {}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("DST011"));
+    let relaxed = distribute(
+        &["check", "--root", ".", "--fail-on", "never"],
+        scratch.path(),
+    );
+    assert_eq!(relaxed.code, 0);
+}
+
+#[test]
+fn package_without_training_code_exits_0() {
+    let scratch = scratch_copy("non_training_modules");
+    let run = distribute(&["check", "--root", "."], scratch.path());
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("0 training modules found"));
+}
+
+#[test]
+fn paths_limit_what_is_reported_but_not_what_is_analysed() {
+    // The model class lives in another module; reporting on train.py alone still sees it.
+    let scratch = scratch_copy("keras_cross_file_model");
+    let run = distribute(&["diff", "--root", ".", "mypkg/train.py"], scratch.path());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("+++ b/mypkg/train.py"));
+    let models_only = distribute(&["diff", "--root", ".", "mypkg/models"], scratch.path());
+    assert_eq!(models_only.code, 0, "{}", models_only.stdout);
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_message() {
+    let scratch = tempfile::tempdir().unwrap();
+    let run = distribute(&["check", "does/not/exist.py"], scratch.path());
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("does/not/exist.py: no such file or directory"),
+        "{}",
+        run.stderr
+    );
+    let unknown = distribute(&["frobnicate"], scratch.path());
+    assert_eq!(unknown.code, 2);
+}
+
+#[test]
+fn deep_nesting_and_huge_files_do_not_crash() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    copy_tree(&fixture("keras_optimizer_object"), root);
+    // 5,000 levels of brackets: CPython refuses more than 200; so do we, with a position.
+    let deep = format!(
+        "import tensorflow as tf\nx = {}1{}\n",
+        "[".repeat(5000),
+        "]".repeat(5000)
+    );
+    std::fs::write(root.join("deep_brackets.py"), deep).unwrap();
+    // 5,000 chained operators and unary minuses: deep trees without brackets.
+    let chain = format!(
+        "import tensorflow as tf\ny = 1{}\nz = {}1\n",
+        " + 1".repeat(5000),
+        "-".repeat(5000)
+    );
+    std::fs::write(root.join("deep_chain.py"), chain).unwrap();
+    // A 10 MB module that mentions tensorflow, so it is parsed.
+    let mut huge = String::from("import tensorflow as tf\n");
+    let mut index = 0;
+    while huge.len() < 10 * 1024 * 1024 {
+        huge.push_str(&format!(
+            "def function_{index}(x):\n    # a comment\n    return tf.reduce_sum(x) + {index}\n\n"
+        ));
+        index += 1;
+    }
+    std::fs::write(root.join("huge.py"), huge).unwrap();
+    let run = distribute(&["fix", "--root", "."], root);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("deep_brackets.py:2:"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("too many nested parentheses"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("deep_chain.py"),
+        "a deep but valid file is not an error: {}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("huge.py"), "{}", run.stdout);
+    assert!(
+        std::fs::read_to_string(root.join("train.py"))
+            .unwrap()
+            .contains("hvd.init()")
+    );
+}
