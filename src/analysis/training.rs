@@ -174,6 +174,33 @@ impl<'a> Analysis<'a> {
                     ));
                 }
             }
+            // `self.model` assigned in one method is a model in every method of the class.
+            let class_attributes: Vec<HashSet<String>> = scopes
+                .iter()
+                .map(|scope| {
+                    let Some(class) = scope.class else {
+                        return HashSet::new();
+                    };
+                    scopes
+                        .iter()
+                        .zip(&models)
+                        .filter(|(other, _)| {
+                            other
+                                .class
+                                .is_some_and(|other_class| std::ptr::eq(other_class, class))
+                        })
+                        .flat_map(|(_, names)| {
+                            names
+                                .iter()
+                                .filter(|name| name.starts_with("self."))
+                                .cloned()
+                        })
+                        .collect()
+                })
+                .collect();
+            for (names, attributes) in models.iter_mut().zip(class_attributes) {
+                names.extend(attributes);
+            }
             let mut analysis = ModuleAnalysis {
                 module,
                 scopes,
@@ -420,13 +447,16 @@ fn model_names(
     for_each_statement(scope.body, false, &mut |stmt| {
         if let Stmt::Assign(assign) = stmt {
             for target in &assign.targets {
-                let Expr::Name(name) = target else { continue };
+                // `model = ...` and `self.model = ...` alike.
+                let Some(name) = dotted_name(target) else {
+                    continue;
+                };
                 match assign.value.as_ref() {
                     Expr::Call(call) if creates_model(package, module, scope, call, factories) => {
-                        models.insert(name.id.to_string());
+                        models.insert(name);
                     }
                     _ => {
-                        assigned_other.insert(name.id.to_string());
+                        assigned_other.insert(name);
                     }
                 }
             }
@@ -435,10 +465,10 @@ fn model_names(
             // `x.compile(...)` marks `x` as a Keras model (duck typing, as Keras does).
             if let Expr::Attribute(attribute) = call.func.as_ref()
                 && attribute.attr.as_str() == "compile"
-                && let Expr::Name(receiver) = attribute.value.as_ref()
+                && let Some(receiver) = dotted_name(&attribute.value)
                 && !call.keywords.is_empty() | !call.args.is_empty()
             {
-                models.insert(receiver.id.to_string());
+                models.insert(receiver);
             }
         }
     });
@@ -520,7 +550,10 @@ fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
                 if attribute.attr.as_str() != "fit" {
                     continue;
                 }
+                let dotted_receiver = dotted_name(&attribute.value);
                 let is_model = match attribute.value.as_ref() {
+                    Expr::Attribute(_) => dotted_receiver
+                        .is_some_and(|receiver| analysis.models[index].contains(&receiver)),
                     Expr::Name(receiver) => {
                         let name = receiver.id.as_str();
                         if analysis.models[index].contains(name) {

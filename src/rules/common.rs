@@ -821,10 +821,10 @@ impl<'a> ModuleRewrite<'a> {
         let Expr::Attribute(attribute) = call.func.as_ref() else {
             return false;
         };
-        let Expr::Name(receiver) = attribute.value.as_ref() else {
+        let Some(receiver) = crate::analysis::walk::dotted_name(&attribute.value) else {
             return false;
         };
-        let receiver = receiver.id.as_str();
+        let receiver = receiver.as_str();
         let method = attribute.attr.as_str();
         let is_model = self.module.models[scope_index].contains(receiver)
             || self

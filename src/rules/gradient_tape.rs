@@ -372,12 +372,16 @@ fn translate_targets(
         if root.is_empty() {
             return Some(text.to_string());
         }
+        let is_method = step.class.is_some();
+        if is_method && step.parameters.first().is_some_and(|first| first == root) {
+            // `self.net` in the step is `self.net` in the sibling method that calls `self.step(...)`.
+            return Some(text.to_string());
+        }
         if let Some(position) = step
             .parameters
             .iter()
             .position(|parameter| parameter == root)
         {
-            let is_method = step.class.is_some();
             let argument = crate::analysis::walk::keyword(call, root)
                 .map(|keyword| &keyword.value)
                 .or_else(|| {

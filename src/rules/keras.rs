@@ -24,7 +24,7 @@ use rustpython_parser::ast::{self, Expr, Stmt};
 use super::common::ModuleRewrite;
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
 use crate::analysis::training::{Scope, TrainingPattern};
-use crate::analysis::walk::{calls_in_statement, for_each_statement, keyword};
+use crate::analysis::walk::{calls_in_statement, dotted_name, for_each_statement, keyword};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -47,8 +47,8 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         rewrite_callbacks(rewrite, scope, fit);
         rank_zero_verbose(rewrite, fit);
         divide_steps(rewrite, scope, fit);
-        if let Expr::Name(receiver) = attribute.value.as_ref() {
-            let receiver = receiver.id.as_str();
+        if let Some(receiver) = dotted_name(&attribute.value) {
+            let receiver = receiver.as_str();
             match find_compile(rewrite, site.scope, receiver) {
                 Some((compile_scope, compile)) => {
                     if compiled.insert(span(compile)) {
@@ -71,8 +71,8 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         for (_, call) in calls_in_scope(scope) {
             if let Expr::Attribute(attribute) = call.func.as_ref()
                 && attribute.attr.as_str() == "evaluate"
-                && let Expr::Name(receiver) = attribute.value.as_ref()
-                && module.models[index].contains(receiver.id.as_str())
+                && let Some(receiver) = dotted_name(&attribute.value)
+                && module.models[index].contains(&receiver)
             {
                 rank_zero_verbose(rewrite, call);
             }
@@ -344,13 +344,45 @@ fn find_compile<'a>(
         for (_, call) in calls_in_scope(&module.scopes[index]) {
             if let Expr::Attribute(attribute) = call.func.as_ref()
                 && attribute.attr.as_str() == "compile"
-                && matches!(attribute.value.as_ref(), Expr::Name(name) if name.id.as_str() == receiver)
+                && dotted_name(&attribute.value).as_deref() == Some(receiver)
             {
                 return Some((index, call));
             }
         }
     }
-    None
+    // `model = build_model()`: the factory compiles whatever it calls the model.
+    let factory = factory_scope(rewrite, scope_index, receiver)?;
+    calls_in_scope(&module.scopes[factory])
+        .into_iter()
+        .find(|(_, call)| matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "compile"))
+        .map(|(_, call)| (factory, call))
+}
+
+/// The scope of the module-level function whose call result `receiver` is assigned from.
+fn factory_scope(rewrite: &ModuleRewrite, scope_index: usize, receiver: &str) -> Option<usize> {
+    let module = rewrite.module;
+    let mut factory_name = None;
+    for scope in [&module.scopes[scope_index], &module.scopes[0]] {
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign
+                    .targets
+                    .iter()
+                    .any(|target| dotted_name(target).as_deref() == Some(receiver))
+                && let Expr::Call(call) = assign.value.as_ref()
+                && let Expr::Name(function) = call.func.as_ref()
+            {
+                factory_name = Some(function.id.to_string());
+            }
+        });
+        if factory_name.is_some() {
+            break;
+        }
+    }
+    let factory_name = factory_name?;
+    module.scopes.iter().position(|scope| {
+        scope.parent == Some(0) && scope.class.is_none() && scope.name() == factory_name
+    })
 }
 
 fn wrap_compiled_optimizer(rewrite: &mut ModuleRewrite, scope: &Scope, compile: &ast::ExprCall) {
