@@ -49,6 +49,11 @@ pub enum Code {
     StatementNotGuarded,
     OptimizerNotFound,
     ModelAssumed,
+    SessionConfigNotFound,
+    VariablesInitializerNotRun,
+    SeveralSessions,
+    SessionUsedAcrossFunctions,
+    ModelFunctionNotFound,
 }
 
 /// The table of codes: code, kebab-case name, default severity, what it means.
@@ -100,7 +105,7 @@ pub const CODES: &[(Code, &str, &str, Severity, &str)] = &[
         "DST007",
         "created-conditionally",
         Severity::Warning,
-        "An optimizer, dataset or checkpoint is created conditionally (restriction 7).",
+        "An optimizer is created conditionally or in a loop (restriction 7).",
     ),
     (
         Code::ApplyGradientsPosition,
@@ -213,6 +218,41 @@ pub const CODES: &[(Code, &str, &str, Severity, &str)] = &[
         "model-assumed",
         Severity::Info,
         "A `fit` receiver that the tool cannot resolve is assumed to be a Keras model.",
+    ),
+    (
+        Code::SessionConfigNotFound,
+        "DST111",
+        "session-config-not-found",
+        Severity::Warning,
+        "The `config=` given to a session or RunConfig could not be found, so its GPU was not pinned.",
+    ),
+    (
+        Code::VariablesInitializerNotRun,
+        "DST112",
+        "variables-initializer-not-run",
+        Severity::Error,
+        "No `global_variables_initializer` is run, so the broadcast of the initial variables could not be placed.",
+    ),
+    (
+        Code::SeveralSessions,
+        "DST113",
+        "several-sessions",
+        Severity::Warning,
+        "The module creates several sessions; each is pinned, but only the first initialiser run is followed by a broadcast.",
+    ),
+    (
+        Code::SessionUsedAcrossFunctions,
+        "DST114",
+        "session-used-across-functions",
+        Severity::Warning,
+        "A session created in one function is run in another; the rewrite follows only the creating function.",
+    ),
+    (
+        Code::ModelFunctionNotFound,
+        "DST115",
+        "model-fn-not-found",
+        Severity::Warning,
+        "The Estimator's `model_fn` could not be resolved, so its optimizer was not wrapped.",
     ),
 ];
 

@@ -8,6 +8,8 @@ pub fn canonical_name(qualified: &str) -> String {
     const PREFIXES: &[(&str, &str)] = &[
         ("tensorflow.compat.v2.", "tensorflow."),
         ("tensorflow.compat.v1.keras.", "tensorflow.keras."),
+        // TF1 code reaches the same API through `tensorflow.compat.v1` in TF2.
+        ("tensorflow.compat.v1.", "tensorflow."),
         ("tensorflow.python.keras.", "tensorflow.keras."),
         ("tensorflow.optimizers.", "tensorflow.keras.optimizers."),
         ("tf_keras.", "tensorflow.keras."),
@@ -23,7 +25,7 @@ pub fn canonical_name(qualified: &str) -> String {
     }
     match name.as_str() {
         "tf_keras" | "keras" | "tensorflow.compat.v1.keras" => return "tensorflow.keras".into(),
-        "tensorflow.compat.v2" => return "tensorflow".into(),
+        "tensorflow.compat.v2" | "tensorflow.compat.v1" => return "tensorflow".into(),
         _ => {}
     }
     const ALIASES: &[(&str, &str)] = &[
@@ -127,6 +129,28 @@ pub const KERAS_OPTIMIZERS: &[(&str, &str)] = &[
     ("Adafactor", "0.001"),
 ];
 
+/// TF1 optimizers (`tf.train.*Optimizer`, `tf.compat.v1.train.*Optimizer`)
+/// with their learning-rate default, where the argument is optional.
+pub const TF1_OPTIMIZERS: &[(&str, Option<&str>)] = &[
+    ("AdamOptimizer", Some("0.001")),
+    ("AdadeltaOptimizer", Some("0.001")),
+    ("GradientDescentOptimizer", None),
+    ("MomentumOptimizer", None),
+    ("AdagradOptimizer", None),
+    ("AdagradDAOptimizer", None),
+    ("RMSPropOptimizer", None),
+    ("FtrlOptimizer", None),
+    ("ProximalGradientDescentOptimizer", None),
+    ("ProximalAdagradOptimizer", None),
+];
+
+/// Whether a canonical name is a TF1 optimizer class.
+pub fn is_tf1_optimizer(canonical: &str) -> bool {
+    canonical
+        .strip_prefix("tensorflow.train.")
+        .is_some_and(|class| TF1_OPTIMIZERS.iter().any(|(name, _)| *name == class))
+}
+
 /// The class a string given to `compile(optimizer=...)` names.
 pub fn optimizer_for_string(name: &str) -> Option<&'static str> {
     let lower = name.to_ascii_lowercase();
@@ -162,6 +186,19 @@ pub fn library_class(canonical: &str) -> Option<LibraryClass> {
             .iter()
             .find(|(name, _)| *name == class)
             .map(|(_, default)| keras_optimizer(default));
+    }
+    if let Some(class) = canonical.strip_prefix("tensorflow.train.") {
+        return TF1_OPTIMIZERS
+            .iter()
+            .find(|(name, _)| *name == class)
+            .map(|(_, default)| {
+                LibraryClass::Optimizer(LearningRateArgument {
+                    position: 0,
+                    keyword: "learning_rate",
+                    legacy_keyword: None,
+                    default: *default,
+                })
+            });
     }
     if let Some(class) = canonical.strip_prefix("tensorflow.keras.callbacks.") {
         let writes_files = matches!(
@@ -211,6 +248,22 @@ mod tests {
         ] {
             assert_eq!(canonical_name(spelling), KERAS_MODEL, "{spelling}");
         }
+    }
+
+    #[test]
+    fn tf1_names_through_compat_v1_are_the_tf1_names() {
+        assert_eq!(
+            canonical_name("tensorflow.compat.v1.Session"),
+            "tensorflow.Session"
+        );
+        assert_eq!(
+            canonical_name("tensorflow.compat.v1.train.AdamOptimizer"),
+            "tensorflow.train.AdamOptimizer"
+        );
+        assert!(is_tf1_optimizer("tensorflow.train.MomentumOptimizer"));
+        assert!(
+            matches!(library_class("tensorflow.train.AdamOptimizer"), Some(LibraryClass::Optimizer(argument)) if argument.default == Some("0.001"))
+        );
     }
 
     #[test]

@@ -23,24 +23,47 @@ pub struct Module {
     pub body: Vec<Stmt>,
     /// Module-level bindings.
     pub bindings: Bindings,
+    /// Start offsets of top-level definitions, by name.
+    definitions: HashMap<String, usize>,
+}
+
+/// The statement starting at `start`, found by binary search down the nesting.
+fn find_statement_starting_at(body: &[Stmt], start: usize) -> Option<&Stmt> {
+    let index = body
+        .partition_point(|stmt| crate::python::parse::span(stmt).start <= start)
+        .checked_sub(1)?;
+    let stmt = &body[index];
+    if crate::python::parse::span(stmt).start == start {
+        return Some(stmt);
+    }
+    super::walk::nested_bodies(stmt)
+        .into_iter()
+        .find_map(|nested| find_statement_starting_at(nested, start))
 }
 
 impl Module {
     /// A class or function defined at the top level (also inside top-level `if`/`try`).
     pub fn definition(&self, name: &str) -> Option<&Stmt> {
-        let mut found = None;
+        let start = *self.definitions.get(name)?;
+        find_statement_starting_at(&self.body, start)
+    }
+
+    /// Indexes the top-level definitions by name (the first one wins), so that
+    /// looking a name up does not walk the module each time.
+    fn index_definitions(&mut self) {
+        let mut definitions = HashMap::new();
         super::walk::for_each_statement(&self.body, false, &mut |stmt| {
-            let defined = match stmt {
-                Stmt::ClassDef(class) => class.name.as_str() == name,
-                Stmt::FunctionDef(function) => function.name.as_str() == name,
-                Stmt::AsyncFunctionDef(function) => function.name.as_str() == name,
-                _ => false,
+            let name = match stmt {
+                Stmt::ClassDef(class) => class.name.as_str(),
+                Stmt::FunctionDef(function) => function.name.as_str(),
+                Stmt::AsyncFunctionDef(function) => function.name.as_str(),
+                _ => return,
             };
-            if defined && found.is_none() {
-                found = Some(stmt);
-            }
+            definitions
+                .entry(name.to_string())
+                .or_insert(crate::python::parse::span(stmt).start);
         });
-        found
+        self.definitions = definitions;
     }
 
     pub fn context<'a>(&'a self, package_modules: &'a ModuleIndex) -> ModuleContext<'a> {
@@ -215,7 +238,9 @@ impl Package {
                             source,
                             body,
                             bindings: Bindings::default(),
+                            definitions: HashMap::new(),
                         };
+                        module.index_definitions();
                         let context = module.context(&package.module_names);
                         module.bindings =
                             collect_bindings(&module.body, &context, &Bindings::default());

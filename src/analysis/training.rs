@@ -20,6 +20,12 @@ pub enum TrainingPattern {
     Keras,
     /// A custom loop with `tf.GradientTape` and `optimizer.apply_gradients`.
     GradientTape,
+    /// TF1: a `tf.Session` that runs a train op.
+    Session,
+    /// TF1: `tf.train.MonitoredTrainingSession`.
+    MonitoredSession,
+    /// TF1: `tf.estimator.Estimator` trained with `train` or `train_and_evaluate`.
+    Estimator,
 }
 
 impl TrainingPattern {
@@ -27,6 +33,9 @@ impl TrainingPattern {
         match self {
             TrainingPattern::Keras => "keras",
             TrainingPattern::GradientTape => "gradient_tape",
+            TrainingPattern::Session => "session",
+            TrainingPattern::MonitoredSession => "monitored_session",
+            TrainingPattern::Estimator => "estimator",
         }
     }
 }
@@ -68,6 +77,8 @@ pub struct TrainingSite {
     /// The `fit` call or the `with tf.GradientTape()` statement.
     pub range: Range<usize>,
     pub scope: usize,
+    /// An Estimator's `model_fn` defined in this module: the loop itself is elsewhere.
+    pub is_model_function: bool,
 }
 
 /// Facts about one module.
@@ -234,6 +245,7 @@ impl<'a> Analysis<'a> {
             }
             modules.push(analysis);
         }
+        attach_estimator_model_functions(package, &mut modules);
         // Propagate through calls until nothing changes (the call graph may have cycles).
         loop {
             let mut changed = false;
@@ -514,14 +526,119 @@ const KERAS_FIT_KEYWORDS: &[&str] = &[
     "initial_epoch",
 ];
 
+/// Whether a canonical name is an Estimator class of the library.
+pub fn is_library_estimator(canonical: &str) -> bool {
+    canonical
+        .strip_prefix("tensorflow.estimator.")
+        .is_some_and(|class| {
+            class.ends_with("Estimator")
+                || class.ends_with("Classifier")
+                || class.ends_with("Regressor")
+        })
+}
+
+/// Whether a call constructs an Estimator (library or package subclass).
+pub fn creates_estimator(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    callee_name(package, module, scope, &call.func).is_some_and(|callee| {
+        is_library_estimator(&callee)
+            || package.is_subclass(&callee, "tensorflow.estimator.Estimator")
+    })
+}
+
+/// Names (or `self.x` attributes) bound to Estimator instances in one scope.
+fn estimator_names(package: &Package, module: &Module, scope: &Scope) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt
+            && let Expr::Call(call) = assign.value.as_ref()
+            && creates_estimator(package, module, scope, call)
+        {
+            names.extend(assign.targets.iter().filter_map(dotted_name));
+        }
+    });
+    names
+}
+
+/// The `model_fn` an Estimator construction names (keyword, or first positional argument).
+pub fn model_function_argument(call: &ast::ExprCall) -> Option<&Expr> {
+    crate::analysis::walk::keyword(call, "model_fn")
+        .map(|keyword| &keyword.value)
+        .or_else(|| call.args.first())
+}
+
+/// Marks the modules defining an Estimator's `model_fn` (its optimizer is rewritten there).
+fn attach_estimator_model_functions(package: &Package, modules: &mut [ModuleAnalysis]) {
+    let mut found: Vec<(String, Range<usize>)> = Vec::new();
+    for analysis in modules.iter() {
+        for scope in &analysis.scopes {
+            for_each_statement(scope.body, false, &mut |stmt| {
+                for call in calls_in_statement(stmt) {
+                    if !creates_estimator(package, analysis.module, scope, call) {
+                        continue;
+                    }
+                    let Some(function) = model_function_argument(call) else {
+                        continue;
+                    };
+                    // `functools.partial(model_fn, ...)` names the function first.
+                    let function = match function {
+                        Expr::Call(partial)
+                            if dotted_name(&partial.func)
+                                .is_some_and(|name| name.ends_with("partial")) =>
+                        {
+                            partial.args.first()
+                        }
+                        other => Some(other),
+                    };
+                    if let Some(function) = function
+                        && let Some(name) = callee_name(package, analysis.module, scope, function)
+                    {
+                        found.push((name, span(call)));
+                    }
+                }
+            });
+        }
+    }
+    for (name, _) in found {
+        for analysis in modules.iter_mut() {
+            if let Some(index) = analysis
+                .scopes
+                .iter()
+                .position(|scope| scope.qualified_name == name)
+                && let Some(range) = analysis.scopes[index].range()
+                && !analysis.sites.iter().any(|site| site.range == range)
+            {
+                analysis.sites.push(TrainingSite {
+                    pattern: TrainingPattern::Estimator,
+                    range,
+                    scope: index,
+                    is_model_function: true,
+                });
+                analysis.sites.sort_by_key(|site| site.range.start);
+            }
+        }
+    }
+}
+
 fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
+    let text = &analysis.module.source.text;
+    // A Session that never runs an optimizer step is inference, not training.
+    let builds_a_train_op = text.contains(".minimize(") || text.contains("apply_gradients(");
     let imports_tensorflow =
         analysis.module.bindings.iter().any(|(_, binding)| {
             library::is_tensorflow(&library::canonical_name(&binding.qualified))
         });
     let mut sites = Vec::new();
     let mut assumed = Vec::new();
+    // Computed once: scanning the top level for every scope is quadratic on large modules.
+    let top_level_estimators = estimator_names(package, analysis.module, &analysis.scopes[0]);
     for (index, scope) in analysis.scopes.iter().enumerate() {
+        let mut estimators = estimator_names(package, analysis.module, scope);
+        estimators.extend(top_level_estimators.iter().cloned());
         let in_model_step = scope.class.is_some_and(|class| {
             matches!(scope.name(), "train_step" | "test_step")
                 && package.is_subclass(
@@ -541,7 +658,42 @@ fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
                     pattern: TrainingPattern::GradientTape,
                     range: span(stmt),
                     scope: index,
+                    is_model_function: false,
                 });
+            }
+            for call in calls_in_statement(stmt) {
+                let pattern =
+                    match callee_name(package, analysis.module, scope, &call.func).as_deref() {
+                        Some("tensorflow.Session" | "tensorflow.InteractiveSession")
+                            if builds_a_train_op =>
+                        {
+                            Some(TrainingPattern::Session)
+                        }
+                        Some("tensorflow.train.MonitoredTrainingSession") => {
+                            Some(TrainingPattern::MonitoredSession)
+                        }
+                        Some("tensorflow.estimator.train_and_evaluate") => {
+                            Some(TrainingPattern::Estimator)
+                        }
+                        _ => match call.func.as_ref() {
+                            Expr::Attribute(attribute)
+                                if attribute.attr.as_str() == "train"
+                                    && dotted_name(&attribute.value)
+                                        .is_some_and(|receiver| estimators.contains(&receiver)) =>
+                            {
+                                Some(TrainingPattern::Estimator)
+                            }
+                            _ => None,
+                        },
+                    };
+                if let Some(pattern) = pattern {
+                    sites.push(TrainingSite {
+                        pattern,
+                        range: span(call),
+                        scope: index,
+                        is_model_function: false,
+                    });
+                }
             }
             for call in calls_in_statement(stmt) {
                 let Expr::Attribute(attribute) = call.func.as_ref() else {
@@ -582,6 +734,7 @@ fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
                         pattern: TrainingPattern::Keras,
                         range: span(call),
                         scope: index,
+                        is_model_function: false,
                     });
                 }
             }

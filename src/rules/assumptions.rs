@@ -165,7 +165,7 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
         });
         for range in conditional {
             rewrite.diagnose(
-                Diagnostic::new(Code::CreatedConditionally, range, "the optimizer is created conditionally: each branch's optimizer is scaled, but the wrap or broadcast may follow only one of them")
+                Diagnostic::new(Code::CreatedConditionally, range, "the optimizer is created inside a conditional or loop block, but the rewrite assumes one optimizer per training loop: check that the one used for training is scaled and wrapped")
                     .with_suggestion("choose the optimizer class conditionally, then create it once unconditionally"),
             );
         }

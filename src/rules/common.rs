@@ -45,6 +45,10 @@ pub struct ModuleRewrite<'a> {
     imports: Vec<String>,
     /// Calls whose added keywords go on lines of their own (the line was too long).
     continued_calls: HashSet<usize>,
+    /// Calls (by start offset) a rule already rewrote as a whole.
+    pub handled_calls: HashSet<usize>,
+    /// The first optimizer or schedule whose learning rate was scaled.
+    first_scaled_call: Option<Range<usize>>,
 }
 
 /// Lines longer than this get added keyword arguments on a line of their own
@@ -55,7 +59,10 @@ const MAX_LINE_LENGTH: usize = 88;
 pub fn horovod_module(pattern: TrainingPattern) -> &'static str {
     match pattern {
         TrainingPattern::Keras => "horovod.tensorflow.keras",
-        TrainingPattern::GradientTape => "horovod.tensorflow",
+        TrainingPattern::GradientTape
+        | TrainingPattern::Session
+        | TrainingPattern::MonitoredSession
+        | TrainingPattern::Estimator => "horovod.tensorflow",
     }
 }
 
@@ -134,6 +141,8 @@ impl<'a> ModuleRewrite<'a> {
             diagnostics: Vec::new(),
             imports,
             continued_calls: HashSet::new(),
+            handled_calls: HashSet::new(),
+            first_scaled_call: None,
         }
     }
 
@@ -391,12 +400,36 @@ impl<'a> ModuleRewrite<'a> {
                     self.text[start..stop].trim_end().chars().count()
                 };
                 let too_long = line_length + name.len() + value.len() + 3 > MAX_LINE_LENGTH;
+                // After the last argument: an optional trailing comma, then only a comment?
+                let rest_of_line = &self.text[end..line_end_including_newline(self.text, end)];
+                let after_comma = rest_of_line.trim_start().strip_prefix(',');
+                let line_is_finished = |rest: &str| {
+                    let rest = rest.trim();
+                    rest.is_empty() || rest.starts_with('#')
+                };
                 if arguments_on_own_lines {
                     let indentation = indentation_at(self.text, first_argument_start).to_string();
-                    self.edits.push(Edit::insertion(
-                        end,
-                        format!(",{}{indentation}{name}={value}", self.newline),
-                    ));
+                    let next_line = line_end_including_newline(self.text, end);
+                    match after_comma {
+                        // `arg,  # comment`: the new argument gets a line of its own below.
+                        Some(rest) if line_is_finished(rest) => self.edits.push(Edit::insertion(
+                            next_line,
+                            format!("{indentation}{name}={value},{}", self.newline),
+                        )),
+                        None if line_is_finished(rest_of_line)
+                            && rest_of_line.trim_start().starts_with('#') =>
+                        {
+                            self.edits.push(Edit::insertion(end, ","));
+                            self.edits.push(Edit::insertion(
+                                next_line,
+                                format!("{indentation}{name}={value}{}", self.newline),
+                            ));
+                        }
+                        _ => self.edits.push(Edit::insertion(
+                            end,
+                            format!(",{}{indentation}{name}={value}", self.newline),
+                        )),
+                    }
                 } else if (too_long || self.continued_calls.contains(&call_range.start))
                     && line_start(self.text, end) == open_line
                 {
@@ -511,7 +544,29 @@ impl<'a> ModuleRewrite<'a> {
         if initialised {
             return;
         }
+        if self.module.sites.iter().all(|site| site.is_model_function) {
+            // An Estimator's model_fn runs inside `train`, after the entry module's hvd.init().
+            return;
+        }
         let (tf, hvd) = (self.tf.clone(), self.hvd.clone());
+        if matches!(
+            self.pattern,
+            TrainingPattern::Session
+                | TrainingPattern::MonitoredSession
+                | TrainingPattern::Estimator
+        ) {
+            // TF1 pins the GPU through the session's ConfigProto instead.
+            let lines = vec![String::new(), format!("{hvd}.init()")];
+            match last_import(body).map(span) {
+                Some(range) => self.insert_after_statement(&range, &lines),
+                None => {
+                    let offset = after_docstring_and_future(body, self.text);
+                    let block = self.indented_lines("", &lines[1..]);
+                    self.edits.push(Edit::insertion(offset, block));
+                }
+            }
+            return;
+        }
         let gpus = self.fresh(&["gpus", "hvd_gpus"]);
         let gpu = self.fresh(&["gpu", "hvd_gpu"]);
         let gpu_string = self.string("GPU");
@@ -552,53 +607,25 @@ impl<'a> ModuleRewrite<'a> {
     /// constructs (SPEC 4.1). A schedule passed to an optimizer is scaled, not both.
     pub fn scale_learning_rates(&mut self) {
         let module = self.module;
-        let mut scaled_any = None;
+        let is_schedule = |class| matches!(class, LibraryClass::Schedule(_));
+        let top_level_schedules = names_bound_to(self, &module.scopes[0], is_schedule);
         for scope in &module.scopes {
-            let schedule_names = names_bound_to(self, scope, |class| {
-                matches!(class, LibraryClass::Schedule(_))
-            });
+            let mut schedule_names = names_bound_to(self, scope, is_schedule);
+            schedule_names.extend(top_level_schedules.iter().cloned());
             for_each_statement(scope.body, false, &mut |stmt| {
                 if is_scope(stmt) {
                     return;
                 }
                 for call in calls_in_statement(stmt) {
-                    let Some(class) = self.library_class_of_call(scope, call) else {
+                    if self.handled_calls.contains(&span(call).start) {
                         continue;
-                    };
-                    let (LibraryClass::Optimizer(argument) | LibraryClass::Schedule(argument)) =
-                        class
-                    else {
-                        continue;
-                    };
-                    let is_schedule = matches!(class, LibraryClass::Schedule(_));
-                    if let Some(value) = learning_rate_value(call, &argument) {
-                        let value_is_schedule = match value {
-                            Expr::Call(inner) => matches!(
-                                self.library_class_of_call(scope, inner),
-                                Some(LibraryClass::Schedule(_))
-                            ),
-                            Expr::Name(name) => schedule_names.contains(name.id.as_str()),
-                            _ => false,
-                        };
-                        if value_is_schedule || self.calls_horovod(value, "size") {
-                            continue;
-                        }
-                        if is_schedule && argument.keyword == "values" {
-                            self.scale_each(value);
-                        } else {
-                            self.scale_expression(value);
-                        }
-                        scaled_any.get_or_insert(span(call));
-                    } else if let Some(default) = argument.default {
-                        let value = format!("{default} * {}", self.horovod_call("size"));
-                        self.add_keyword(call, argument.keyword, &value);
-                        scaled_any.get_or_insert(span(call));
                     }
+                    self.scale_call_learning_rate(scope, call, &schedule_names);
                 }
             });
         }
         let mentions_warmup = self.text.contains("Warmup") || self.text.contains("warmup");
-        if let Some(range) = scaled_any
+        if let Some(range) = self.first_scaled_call.clone()
             && !mentions_warmup
             && !self.had_horovod
         {
@@ -607,10 +634,8 @@ impl<'a> ModuleRewrite<'a> {
                     "add `{}.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=5)` to the callbacks",
                     self.hvd
                 ),
-                TrainingPattern::GradientTape => {
-                    "ramp the rate up from the single-worker value over the first epochs"
-                        .to_string()
-                }
+                _ => "ramp the rate up from the single-worker value over the first epochs"
+                    .to_string(),
             };
             self.diagnose(
                 Diagnostic::new(
@@ -621,6 +646,72 @@ impl<'a> ModuleRewrite<'a> {
                 .with_suggestion(suggestion),
             );
         }
+    }
+
+    /// Scales the learning rate one optimizer or schedule construction passes
+    /// (or adds the scaled default). Returns whether it did.
+    pub fn scale_call_learning_rate(
+        &mut self,
+        scope: &Scope,
+        call: &ast::ExprCall,
+        schedule_names: &HashSet<String>,
+    ) -> bool {
+        let Some(class) = self.library_class_of_call(scope, call) else {
+            return false;
+        };
+        let (LibraryClass::Optimizer(argument) | LibraryClass::Schedule(argument)) = class else {
+            return false;
+        };
+        let is_schedule = matches!(class, LibraryClass::Schedule(_));
+        if let Some(value) = learning_rate_value(call, &argument) {
+            let value_is_schedule = match value {
+                Expr::Call(inner) => matches!(
+                    self.library_class_of_call(scope, inner),
+                    Some(LibraryClass::Schedule(_))
+                ),
+                Expr::Name(name) => schedule_names.contains(name.id.as_str()),
+                _ => false,
+            };
+            if value_is_schedule || self.calls_horovod(value, "size") {
+                return false;
+            }
+            if is_schedule && argument.keyword == "values" {
+                self.scale_each(value);
+            } else {
+                self.scale_expression(value);
+            }
+            self.first_scaled_call.get_or_insert(span(call));
+            true
+        } else if let Some(default) = argument.default {
+            let value = format!("{default} * {}", self.horovod_call("size"));
+            self.add_keyword(call, argument.keyword, &value);
+            self.first_scaled_call.get_or_insert(span(call));
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The text of a call with its learning rate scaled, for rules that move
+    /// the call elsewhere (the chained TF1 `Optimizer(...).minimize(...)`).
+    /// The call is marked handled so the module-wide scaling skips it.
+    pub fn scaled_call_text(&mut self, scope: &Scope, call: &ast::ExprCall) -> String {
+        let mark = self.edits.len();
+        self.scale_call_learning_rate(scope, call, &HashSet::new());
+        let range = span(call);
+        let local: Vec<Edit> = self
+            .edits
+            .drain(mark..)
+            .map(|edit| {
+                Edit::replacement(
+                    edit.range.start - range.start..edit.range.end - range.start,
+                    edit.content,
+                )
+            })
+            .collect();
+        self.handled_calls.insert(range.start);
+        crate::python::edit::apply_edits(&self.text[range], &local)
+            .unwrap_or_else(|_| self.text[span(call)].to_string())
     }
 
     /// Scales each element of a list literal (`PiecewiseConstantDecay` values).
@@ -730,16 +821,18 @@ impl<'a> ModuleRewrite<'a> {
     /// `if hvd.rank() == 0:` (SPEC 4.1). Loading stays on every rank.
     pub fn guard_rank_zero_statements(&mut self) {
         let module = self.module;
+        let is_checkpoint = |callee: &str| {
+            matches!(
+                callee,
+                "tensorflow.train.Checkpoint"
+                    | "tensorflow.train.CheckpointManager"
+                    | "tensorflow.train.Saver"
+            )
+        };
+        let top_level_checkpoints = self.names_assigned_from(&module.scopes[0], is_checkpoint);
         for (index, scope) in module.scopes.iter().enumerate() {
-            let checkpoints = self.names_assigned_from(scope, |callee| {
-                matches!(
-                    callee,
-                    "tensorflow.train.Checkpoint"
-                        | "tensorflow.train.CheckpointManager"
-                        | "tensorflow.compat.v1.train.Saver"
-                        | "tensorflow.train.Saver"
-                )
-            });
+            let mut checkpoints = self.names_assigned_from(scope, is_checkpoint);
+            checkpoints.extend(top_level_checkpoints.iter().cloned());
             self.guard_block(index, scope, scope.body, &checkpoints);
         }
     }
@@ -912,28 +1005,26 @@ impl<'a> ModuleRewrite<'a> {
             .push(Edit::replacement(span(assign.value.as_ref()), replacement));
     }
 
-    /// Names in a scope (or the top level) assigned from a call whose canonical callee matches.
+    /// Names in one scope assigned from a call whose canonical callee matches.
     pub fn names_assigned_from(
         &self,
         scope: &Scope,
         matches_callee: impl Fn(&str) -> bool,
     ) -> HashSet<String> {
         let mut names = HashSet::new();
-        for scope in [scope, &self.module.scopes[0]] {
-            for_each_statement(scope.body, false, &mut |stmt| {
-                if let Stmt::Assign(assign) = stmt
-                    && let Expr::Call(call) = assign.value.as_ref()
-                    && callee_name(self.analysis.package, self.module.module, scope, &call.func)
-                        .is_some_and(|callee| matches_callee(&callee))
-                {
-                    for target in &assign.targets {
-                        if let Expr::Name(name) = target {
-                            names.insert(name.id.to_string());
-                        }
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && let Expr::Call(call) = assign.value.as_ref()
+                && callee_name(self.analysis.package, self.module.module, scope, &call.func)
+                    .is_some_and(|callee| matches_callee(&callee))
+            {
+                for target in &assign.targets {
+                    if let Expr::Name(name) = target {
+                        names.insert(name.id.to_string());
                     }
                 }
-            });
-        }
+            }
+        });
         names
     }
 
@@ -945,30 +1036,27 @@ impl<'a> ModuleRewrite<'a> {
     }
 }
 
-/// Names in a scope (or the module top level) assigned from a constructor of a matching library class.
+/// Names in one scope assigned from a constructor of a matching library class.
 pub fn names_bound_to(
     rewrite: &ModuleRewrite,
     scope: &Scope,
     matches_class: impl Fn(LibraryClass) -> bool,
 ) -> HashSet<String> {
     let mut names = HashSet::new();
-    let scopes = std::iter::once(scope).chain(std::iter::once(&rewrite.module.scopes[0]));
-    for scope in scopes {
-        for_each_statement(scope.body, false, &mut |stmt| {
-            if let Stmt::Assign(assign) = stmt
-                && let Expr::Call(call) = assign.value.as_ref()
-                && rewrite
-                    .library_class_of_call(scope, call)
-                    .is_some_and(&matches_class)
-            {
-                for target in &assign.targets {
-                    if let Expr::Name(name) = target {
-                        names.insert(name.id.to_string());
-                    }
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt
+            && let Expr::Call(call) = assign.value.as_ref()
+            && rewrite
+                .library_class_of_call(scope, call)
+                .is_some_and(&matches_class)
+        {
+            for target in &assign.targets {
+                if let Expr::Name(name) = target {
+                    names.insert(name.id.to_string());
                 }
             }
-        });
-    }
+        }
+    });
     names
 }
 
@@ -1141,4 +1229,65 @@ fn quote_style(body: &[Stmt], text: &str) -> char {
         });
     });
     if single > double { '\'' } else { '"' }
+}
+
+/// Statements from `body` down to `target`: the chain of enclosing statements.
+pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
+    for stmt in body {
+        let range = span(stmt);
+        if range == *target {
+            return Some(vec![stmt]);
+        }
+        if range.start <= target.start && target.end <= range.end {
+            for nested in nested_bodies(stmt) {
+                if let Some(mut path) = path_to(nested, target) {
+                    path.insert(0, stmt);
+                    return Some(path);
+                }
+            }
+        }
+    }
+    None
+}
+
+pub fn is_loop(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
+}
+
+/// Divides the step count of the loop that drives training (`range(n)`, `dataset.take(n)`).
+pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
+    let Stmt::For(for_loop) = loop_statement else {
+        return;
+    };
+    let mut iterable = for_loop.iter.as_ref();
+    if let Expr::Call(call) = iterable
+        && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
+        && let Some(inner) = call.args.first()
+    {
+        iterable = inner;
+    }
+    if let Expr::Call(call) = iterable {
+        let is_range =
+            matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "range");
+        let is_take = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "take");
+        if (is_range || is_take) && call.args.len() == 1 {
+            rewrite.divide_expression(&call.args[0]);
+            return;
+        }
+    }
+    if !rewrite.text.contains(".shard(") {
+        let iterable_text = rewrite.expression_text(&for_loop.iter).to_string();
+        rewrite.diagnose(
+            Diagnostic::new(
+                Code::DatasetNotSharded,
+                span(for_loop.iter.as_ref()),
+                format!("every worker iterates all of `{iterable_text}` and no step count divides the work, so more workers bring no speed-up"),
+            )
+            .with_suggestion(format!(
+                "shard the dataset with `.shard({0}, {1})` before batching, or iterate `.take(<steps> // {0})`",
+                rewrite.horovod_call("size"),
+                rewrite.horovod_call("rank")
+            )),
+        );
+    }
 }

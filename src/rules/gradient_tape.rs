@@ -23,11 +23,11 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::ModuleRewrite;
+use super::common::{ModuleRewrite, divide_loop_steps, is_loop, path_to};
 use super::keras::calls_in_scope;
 use crate::analysis::library;
 use crate::analysis::training::{Scope, TrainingPattern, is_gradient_tape_call};
-use crate::analysis::walk::{for_each_statement, nested_bodies, walk_statement_expressions};
+use crate::analysis::walk::{for_each_statement, walk_statement_expressions};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -233,29 +233,6 @@ fn variables_of(rewrite: &ModuleRewrite, variables: &Expr) -> String {
         return format!("{}.variables", rewrite.expression_text(&attribute.value));
     }
     rewrite.expression_text(variables).to_string()
-}
-
-/// Statements from `body` down to `target`: the chain of enclosing statements.
-fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
-    for stmt in body {
-        let range = span(stmt);
-        if range == *target {
-            return Some(vec![stmt]);
-        }
-        if range.start <= target.start && target.end <= range.end {
-            for nested in nested_bodies(stmt) {
-                if let Some(mut path) = path_to(nested, target) {
-                    path.insert(0, stmt);
-                    return Some(path);
-                }
-            }
-        }
-    }
-    None
-}
-
-fn is_loop(stmt: &Stmt) -> bool {
-    matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
 }
 
 fn broadcast_after_first_step(
@@ -464,42 +441,4 @@ fn place_broadcast(
         ),
     };
     rewrite.diagnose(Diagnostic::new(Code::BroadcastPlacement, span(after), how));
-}
-
-/// Divides the step count of the loop that drives training (`range(n)`, `dataset.take(n)`).
-fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
-    let Stmt::For(for_loop) = loop_statement else {
-        return;
-    };
-    let mut iterable = for_loop.iter.as_ref();
-    if let Expr::Call(call) = iterable
-        && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
-        && let Some(inner) = call.args.first()
-    {
-        iterable = inner;
-    }
-    if let Expr::Call(call) = iterable {
-        let is_range =
-            matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "range");
-        let is_take = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "take");
-        if (is_range || is_take) && call.args.len() == 1 {
-            rewrite.divide_expression(&call.args[0]);
-            return;
-        }
-    }
-    if !rewrite.text.contains(".shard(") {
-        let iterable_text = rewrite.expression_text(&for_loop.iter).to_string();
-        rewrite.diagnose(
-            Diagnostic::new(
-                Code::DatasetNotSharded,
-                span(for_loop.iter.as_ref()),
-                format!("every worker iterates all of `{iterable_text}` and no step count divides the work, so more workers bring no speed-up"),
-            )
-            .with_suggestion(format!(
-                "shard the dataset with `.shard({0}, {1})` before batching, or iterate `.take(<steps> // {0})`",
-                rewrite.horovod_call("size"),
-                rewrite.horovod_call("rank")
-            )),
-        );
-    }
 }

@@ -3,8 +3,12 @@
 
 pub mod assumptions;
 pub mod common;
+pub mod estimator;
 pub mod gradient_tape;
 pub mod keras;
+pub mod monitored_session;
+pub mod session;
+pub mod tf1;
 
 use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern};
 use crate::diagnostics::{Code, Diagnostic};
@@ -65,6 +69,9 @@ pub fn rewrite_module<'a>(
             match pattern {
                 TrainingPattern::Keras => keras::rewrite(&mut rewrite),
                 TrainingPattern::GradientTape => gradient_tape::rewrite(&mut rewrite),
+                TrainingPattern::Session => session::rewrite(&mut rewrite),
+                TrainingPattern::MonitoredSession => monitored_session::rewrite(&mut rewrite),
+                TrainingPattern::Estimator => estimator::rewrite(&mut rewrite),
             }
             rewrite.scale_learning_rates();
             rewrite.remove_device_pinning();
@@ -78,29 +85,31 @@ pub fn rewrite_module<'a>(
             })
         }
         _ => {
-            let keras = module
-                .sites
-                .iter()
-                .find(|site| site.pattern == TrainingPattern::Keras);
-            let tape = module
-                .sites
-                .iter()
-                .find(|site| site.pattern == TrainingPattern::GradientTape);
-            let (Some(keras), Some(tape)) = (keras, tape) else {
-                return None;
-            };
             let source = &module.module.source;
-            let keras_line = source.location(keras.range.start).line;
-            let tape_line = source.location(tape.range.start).line;
-            let first = if keras.range.start < tape.range.start {
-                keras
-            } else {
-                tape
-            };
+            let mut firsts: Vec<&crate::analysis::training::TrainingSite> = Vec::new();
+            for site in &module.sites {
+                if !firsts.iter().any(|first| first.pattern == site.pattern) {
+                    firsts.push(site);
+                }
+            }
+            let described: Vec<String> = firsts
+                .iter()
+                .map(|site| {
+                    format!(
+                        "{} (line {})",
+                        describe(site.pattern),
+                        source.location(site.range.start).line
+                    )
+                })
+                .collect();
+            let first = firsts[0];
             let diagnostic = Diagnostic::new(
                 Code::MixedTrainingLoops,
                 first.range.clone(),
-                format!("this module trains both with Keras `fit` (line {keras_line}) and with a GradientTape loop (line {tape_line}); it was not rewritten"),
+                format!(
+                    "this module trains with several APIs: {}; it was not rewritten",
+                    described.join(" and ")
+                ),
             )
             .with_suggestion("move each training loop to its own module, or use one API");
             Some(ModuleRewriteResult {
@@ -109,5 +118,15 @@ pub fn rewrite_module<'a>(
                 diagnostics: vec![diagnostic],
             })
         }
+    }
+}
+
+fn describe(pattern: TrainingPattern) -> &'static str {
+    match pattern {
+        TrainingPattern::Keras => "Keras `fit`",
+        TrainingPattern::GradientTape => "a GradientTape loop",
+        TrainingPattern::Session => "a tf.Session loop",
+        TrainingPattern::MonitoredSession => "a MonitoredTrainingSession",
+        TrainingPattern::Estimator => "an Estimator",
     }
 }

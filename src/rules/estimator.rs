@@ -1,0 +1,121 @@
+//! TF1 `tf.estimator.Estimator` (SPEC 4.6).
+//!
+//! What it does: in the `model_fn` (in this module or another), scales and
+//! wraps the optimizer; `model_dir` only on rank 0; pins the GPU through
+//! `RunConfig(session_config=...)`; adds `hvd.BroadcastGlobalVariablesHook(0)`
+//! to `train(hooks=...)` (or the `TrainSpec`) and divides `steps` /
+//! `max_steps`.
+//!
+//! Assumptions (reported when broken): the `model_fn` resolves to a function
+//! of the package.
+
+use rustpython_parser::ast::{self, Expr};
+
+use super::common::ModuleRewrite;
+use super::keras::calls_in_scope;
+use super::tf1::{
+    add_broadcast_hook, canonical_callee, divide_step_keywords, divide_stop_at_step_hooks,
+    pin_session_config, rank_zero_directory, statement_of, tf1_prefix, wrap_optimizers,
+};
+use crate::analysis::training::{
+    Scope, TrainingPattern, callee_name, creates_estimator, model_function_argument,
+};
+use crate::analysis::walk::keyword;
+use crate::diagnostics::{Code, Diagnostic};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+
+pub fn rewrite(rewrite: &mut ModuleRewrite) {
+    wrap_optimizers(rewrite);
+    let module = rewrite.module;
+    for scope in &module.scopes {
+        for (stmt, call) in calls_in_scope(scope) {
+            let callee = canonical_callee(rewrite, scope, call);
+            if creates_estimator(rewrite.analysis.package, module.module, scope, call) {
+                rewrite_estimator_construction(rewrite, scope, stmt, call);
+            } else if callee.as_deref() == Some("tensorflow.estimator.RunConfig") {
+                rank_zero_directory(rewrite, call, "model_dir");
+                let prefix = tf1_prefix(rewrite, &call.func, "estimator.RunConfig");
+                pin_session_config(rewrite, scope, stmt, call, "session_config", &prefix);
+            } else if callee.as_deref() == Some("tensorflow.estimator.TrainSpec") {
+                add_broadcast_hook(rewrite, call);
+                divide_step_keywords(rewrite, call, &["max_steps"]);
+            }
+        }
+    }
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::Estimator && !site.is_model_function)
+    {
+        let scope = &module.scopes[site.scope];
+        let Some((_, call)) = calls_in_scope(scope)
+            .into_iter()
+            .find(|(_, call)| span(*call) == site.range)
+        else {
+            continue;
+        };
+        if matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "train")
+        {
+            add_broadcast_hook(rewrite, call);
+            divide_step_keywords(rewrite, call, &["steps", "max_steps"]);
+        }
+    }
+    divide_stop_at_step_hooks(rewrite);
+}
+
+fn rewrite_estimator_construction(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    stmt: &rustpython_parser::ast::Stmt,
+    call: &ast::ExprCall,
+) {
+    rank_zero_directory(rewrite, call, "model_dir");
+    if let Some(function) = model_function_argument(call) {
+        let resolved = match function {
+            Expr::Call(partial) => partial.args.first().and_then(|first| {
+                callee_name(
+                    rewrite.analysis.package,
+                    rewrite.module.module,
+                    scope,
+                    first,
+                )
+            }),
+            other => callee_name(
+                rewrite.analysis.package,
+                rewrite.module.module,
+                scope,
+                other,
+            ),
+        };
+        let known = resolved.is_some_and(|name| rewrite.analysis.functions.contains_key(&name));
+        if !known {
+            let text = rewrite.expression_text(function).to_string();
+            rewrite.diagnose(
+                Diagnostic::new(Code::ModelFunctionNotFound, span(function), format!("`{text}` does not resolve to a function of this package, so the optimizer it builds was not wrapped"))
+                    .with_suggestion(format!("in the model_fn, scale the learning rate by `{0}` and wrap the optimizer with `{1}.DistributedOptimizer(...)`", rewrite.horovod_call("size"), rewrite.hvd)),
+            );
+        }
+    }
+    // Pin the GPU through the RunConfig; create one when the Estimator has none.
+    if keyword(call, "config").is_none() {
+        let prefix = tf1_prefix(rewrite, &call.func, "estimator.Estimator");
+        let config = rewrite.fresh(&["config", "session_config"]);
+        let run_config = rewrite.fresh(&["run_config", "hvd_run_config"]);
+        let lines = [
+            format!("{config} = {prefix}.ConfigProto()"),
+            format!(
+                "{config}.gpu_options.visible_device_list = str({})",
+                rewrite.horovod_call("local_rank")
+            ),
+            format!("{run_config} = {prefix}.estimator.RunConfig(session_config={config})"),
+        ];
+        if !(rewrite.text.contains("visible_device_list") && rewrite.text.contains("local_rank()"))
+        {
+            rewrite.insert_before_statement(&span(stmt), &lines);
+            rewrite.add_keyword(call, "config", &run_config);
+        }
+    }
+    let _ = statement_of;
+    let _: Option<Edit> = None;
+}

@@ -1,0 +1,42 @@
+//! TF1 `tf.train.MonitoredTrainingSession` (SPEC 4.5).
+//!
+//! What it does: wraps the optimizer; appends
+//! `hvd.BroadcastGlobalVariablesHook(0)` to the hooks as a new list (never
+//! `hooks.append(...)`, which returns None: seed mistake 4); checkpoints only
+//! on rank 0 (`checkpoint_dir=dir if hvd.rank() == 0 else None`); pins the GPU
+//! through `config=`; divides `StopAtStepHook(last_step=...)`.
+//!
+//! Why: the hook broadcasts rank 0's variables once the session has
+//! initialised them; several workers writing one checkpoint directory corrupt it.
+
+use super::common::ModuleRewrite;
+use super::keras::calls_in_scope;
+use super::tf1::{
+    add_broadcast_hook, divide_stop_at_step_hooks, pin_session_config, rank_zero_directory,
+    tf1_prefix, wrap_optimizers,
+};
+use crate::analysis::training::TrainingPattern;
+use crate::python::parse::span;
+
+pub fn rewrite(rewrite: &mut ModuleRewrite) {
+    wrap_optimizers(rewrite);
+    let module = rewrite.module;
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::MonitoredSession)
+    {
+        let scope = &module.scopes[site.scope];
+        let Some((stmt, call)) = calls_in_scope(scope)
+            .into_iter()
+            .find(|(_, call)| span(*call) == site.range)
+        else {
+            continue;
+        };
+        add_broadcast_hook(rewrite, call);
+        rank_zero_directory(rewrite, call, "checkpoint_dir");
+        let prefix = tf1_prefix(rewrite, &call.func, "train.MonitoredTrainingSession");
+        pin_session_config(rewrite, scope, stmt, call, "config", &prefix);
+    }
+    divide_stop_at_step_hooks(rewrite);
+}

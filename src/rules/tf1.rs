@@ -1,0 +1,356 @@
+//! Shared pieces of the TF1 patterns (SPEC 4.4-4.6): wrapping `tf.train`
+//! optimizers in `hvd.DistributedOptimizer` (splitting the chained
+//! `Optimizer(...).minimize(...)`, seed mistake 5), pinning the GPU through
+//! the session's `ConfigProto`, and the broadcast hook.
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::common::ModuleRewrite;
+use super::keras::calls_in_scope;
+use crate::analysis::library;
+use crate::analysis::training::{Scope, callee_name};
+use crate::analysis::walk::{dotted_name, for_each_statement, is_scope, keyword};
+use crate::diagnostics::{Code, Diagnostic};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+
+/// The canonical callee of a call in a scope.
+pub fn canonical_callee(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> Option<String> {
+    callee_name(
+        rewrite.analysis.package,
+        rewrite.module.module,
+        scope,
+        &call.func,
+    )
+}
+
+fn is_tf1_optimizer_call(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr) -> bool {
+    matches!(expr, Expr::Call(call) if canonical_callee(rewrite, scope, call).is_some_and(|callee| library::is_tf1_optimizer(&callee)))
+}
+
+/// The TF1 API prefix a call is written with (`tf`, `tf.compat.v1`), so that
+/// generated TF1 code reaches the same API (`tf.ConfigProto` is only under
+/// `tf.compat.v1` in TF2).
+pub fn tf1_prefix(rewrite: &ModuleRewrite, func: &Expr, suffix: &str) -> String {
+    if let Some(text) = dotted_name(func)
+        && let Some(prefix) = text.strip_suffix(suffix)
+        && let Some(prefix) = prefix.strip_suffix('.')
+    {
+        return prefix.to_string();
+    }
+    let bindings = &rewrite.module.module.bindings;
+    bindings
+        .iter()
+        .filter(|(_, binding)| binding.qualified == "tensorflow.compat.v1")
+        .map(|(name, _)| name.clone())
+        .min()
+        .unwrap_or_else(|| format!("{}.compat.v1", rewrite.tf))
+}
+
+/// Wraps every TF1 optimizer the module builds in `hvd.DistributedOptimizer`.
+pub fn wrap_optimizers(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    for scope in &module.scopes {
+        let mut statements = Vec::new();
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if !is_scope(stmt) {
+                statements.push(stmt);
+            }
+        });
+        for stmt in statements {
+            wrap_in_statement(rewrite, scope, stmt);
+        }
+    }
+}
+
+fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
+    let hvd = rewrite.hvd.clone();
+    if let Stmt::Assign(assign) = stmt {
+        // `opt = tf.train.AdamOptimizer(lr)` -> wrap on the next line.
+        if is_tf1_optimizer_call(rewrite, scope, &assign.value)
+            && let [Expr::Name(target)] = assign.targets.as_slice()
+        {
+            let name = target.id.as_str();
+            if !is_wrapped_later(rewrite, scope, name) && rewrite.owns_its_lines(&span(stmt)) {
+                rewrite.insert_after_statement(
+                    &span(stmt),
+                    &[format!("{name} = {hvd}.DistributedOptimizer({name})")],
+                );
+            } else if !is_wrapped_later(rewrite, scope, name) {
+                wrap_inline(rewrite, &assign.value);
+            }
+            return;
+        }
+        // `train_op = tf.train.AdamOptimizer(lr).minimize(loss)`: the optimizer
+        // is wrapped, never the train op (seed mistake 5), so the chain is split.
+        if let Expr::Call(minimize) = assign.value.as_ref()
+            && let Expr::Attribute(attribute) = minimize.func.as_ref()
+            && attribute.attr.as_str() == "minimize"
+            && let Expr::Call(optimizer) = attribute.value.as_ref()
+            && is_tf1_optimizer_call(rewrite, scope, &attribute.value)
+            && rewrite.owns_its_lines(&span(stmt))
+        {
+            let name = rewrite.fresh(&["optimizer", "hvd_optimizer"]);
+            let construction = rewrite.scaled_call_text(scope, optimizer);
+            rewrite.insert_before_statement(
+                &span(stmt),
+                &[
+                    format!("{name} = {construction}"),
+                    format!("{name} = {hvd}.DistributedOptimizer({name})"),
+                ],
+            );
+            rewrite.edits.push(Edit::replacement(span(optimizer), name));
+            return;
+        }
+    }
+    // Anywhere else (an argument, a chain in an expression): wrap where it stands.
+    let mut inline = Vec::new();
+    crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| {
+        if is_tf1_optimizer_call(rewrite, scope, expr) {
+            inline.push(expr);
+        }
+    });
+    for expr in inline {
+        if !is_inside_distributed_optimizer(rewrite, stmt, expr) {
+            wrap_inline(rewrite, expr);
+        }
+    }
+}
+
+fn is_inside_distributed_optimizer(rewrite: &ModuleRewrite, stmt: &Stmt, target: &Expr) -> bool {
+    let target = span(target);
+    let mut inside = false;
+    crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| {
+        if let Expr::Call(call) = expr
+            && rewrite.calls_horovod_attribute(&call.func, "DistributedOptimizer")
+            && call.args.iter().any(|argument| span(argument) == target)
+        {
+            inside = true;
+        }
+    });
+    inside
+}
+
+fn wrap_inline(rewrite: &mut ModuleRewrite, expr: &Expr) {
+    let range = span(expr);
+    rewrite.edits.push(Edit::insertion(
+        range.start,
+        format!("{}.DistributedOptimizer(", rewrite.hvd),
+    ));
+    rewrite.edits.push(Edit::insertion(range.end, ")"));
+}
+
+/// Whether `name = hvd.DistributedOptimizer(...)` is assigned in the scope.
+fn is_wrapped_later(rewrite: &ModuleRewrite, scope: &Scope, name: &str) -> bool {
+    let mut wrapped = false;
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt
+            && assign
+                .targets
+                .iter()
+                .any(|target| matches!(target, Expr::Name(target) if target.id.as_str() == name))
+            && rewrite.calls_horovod_attribute(&assign.value, "DistributedOptimizer")
+        {
+            wrapped = true;
+        }
+    });
+    wrapped
+}
+
+/// Pins the GPU of a session (or `RunConfig`) built by `call`, inside `statement`:
+/// `config.gpu_options.visible_device_list = str(hvd.local_rank())` on its
+/// `ConfigProto`, created when the call passes none (SPEC 4.1).
+pub fn pin_session_config(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    statement: &Stmt,
+    call: &ast::ExprCall,
+    keyword_name: &str,
+    prefix: &str,
+) {
+    if rewrite.text.contains("visible_device_list") && rewrite.text.contains("local_rank()") {
+        return;
+    }
+    let pin = |rewrite: &ModuleRewrite, name: &str| {
+        format!(
+            "{name}.gpu_options.visible_device_list = str({})",
+            rewrite.horovod_call("local_rank")
+        )
+    };
+    match keyword(call, keyword_name).map(|keyword| &keyword.value) {
+        None => {
+            let name = rewrite.fresh(&["config", "session_config"]);
+            let lines = [
+                format!("{name} = {prefix}.ConfigProto()"),
+                pin(rewrite, &name),
+            ];
+            rewrite.insert_before_statement(&span(statement), &lines);
+            rewrite.add_keyword(call, keyword_name, &name);
+        }
+        Some(Expr::Name(name)) => {
+            let name = name.id.to_string();
+            let mut assignment = None;
+            for candidate in [scope, &rewrite.module.scopes[0]] {
+                for_each_statement(candidate.body, false, &mut |stmt| {
+                    if let Stmt::Assign(assign) = stmt
+                        && assign.targets.iter().any(|target| matches!(target, Expr::Name(target) if target.id.as_str() == name))
+                        && let Expr::Call(value) = assign.value.as_ref()
+                        && canonical_callee(rewrite, candidate, value).as_deref() == Some("tensorflow.ConfigProto")
+                    {
+                        assignment = Some(span(stmt));
+                    }
+                });
+                if assignment.is_some() {
+                    break;
+                }
+            }
+            match assignment {
+                Some(range) if rewrite.owns_its_lines(&range) => {
+                    let line = pin(rewrite, &name);
+                    rewrite.insert_after_statement(&range, &[line]);
+                }
+                _ => {
+                    let line = pin(rewrite, &name);
+                    rewrite.diagnose(
+                        Diagnostic::new(Code::SessionConfigNotFound, span(call), format!("`{name}` is not built with ConfigProto(...) in this function or at module level, so its GPU was not pinned"))
+                            .with_suggestion(format!("after `{name}` is built, add `{line}`")),
+                    );
+                }
+            }
+        }
+        Some(Expr::Call(inline))
+            if canonical_callee(rewrite, scope, inline).as_deref()
+                == Some("tensorflow.ConfigProto") =>
+        {
+            let name = rewrite.fresh(&["config", "session_config"]);
+            let text = rewrite
+                .expression_text(&Expr::Call(inline.clone()))
+                .to_string();
+            let lines = [format!("{name} = {text}"), pin(rewrite, &name)];
+            rewrite.insert_before_statement(&span(statement), &lines);
+            rewrite.edits.push(Edit::replacement(span(inline), name));
+        }
+        Some(other) => {
+            let text = rewrite.expression_text(other).to_string();
+            rewrite.diagnose(
+                Diagnostic::new(Code::SessionConfigNotFound, span(other), format!("the session config `{text}` could not be followed, so its GPU was not pinned"))
+                    .with_suggestion(format!("set `.gpu_options.visible_device_list = str({})` on it", rewrite.horovod_call("local_rank"))),
+            );
+        }
+    }
+}
+
+/// Adds `hvd.BroadcastGlobalVariablesHook(0)` to a `hooks=` argument, as a new list (seed mistake 4).
+pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
+    let hook = format!("{}.BroadcastGlobalVariablesHook(0)", rewrite.hvd);
+    match keyword(call, "hooks").map(|keyword| &keyword.value) {
+        None => rewrite.add_keyword(call, "hooks", &format!("[{hook}]")),
+        Some(value) if rewrite.calls_horovod_attribute(value, "BroadcastGlobalVariablesHook") => {}
+        Some(Expr::List(list)) => match list.elts.last() {
+            Some(last) => rewrite
+                .edits
+                .push(Edit::insertion(span(last).end, format!(", {hook}"))),
+            None => rewrite
+                .edits
+                .push(Edit::insertion(span(list).start + 1, hook)),
+        },
+        Some(Expr::Name(name)) if hooks_list_contains_broadcast(rewrite, name.id.as_str()) => {}
+        Some(other) => {
+            let text = rewrite.expression_text(other).to_string();
+            rewrite
+                .edits
+                .push(Edit::replacement(span(other), format!("[*{text}, {hook}]")));
+        }
+    }
+}
+
+/// Whether a hooks list assigned in the module already holds the broadcast hook.
+fn hooks_list_contains_broadcast(rewrite: &ModuleRewrite, name: &str) -> bool {
+    let mut found = false;
+    for scope in &rewrite.module.scopes {
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign.targets.iter().any(
+                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
+                )
+                && rewrite.calls_horovod_attribute(&assign.value, "BroadcastGlobalVariablesHook")
+            {
+                found = true;
+            }
+        });
+    }
+    found
+}
+
+/// `dir` -> `dir if hvd.rank() == 0 else None`: only rank 0 writes checkpoints.
+pub fn rank_zero_directory(rewrite: &mut ModuleRewrite, call: &ast::ExprCall, keyword_name: &str) {
+    let Some(value) = keyword(call, keyword_name).map(|keyword| &keyword.value) else {
+        return;
+    };
+    if matches!(
+        value,
+        Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::None,
+            ..
+        })
+    ) || rewrite.calls_horovod(value, "rank")
+    {
+        return;
+    }
+    let text = rewrite.expression_text(value);
+    let text = if matches!(value, Expr::IfExp(_) | Expr::Lambda(_) | Expr::NamedExpr(_)) {
+        format!("({text})")
+    } else {
+        text.to_string()
+    };
+    let replacement = format!("{text} if {} else None", rewrite.rank_zero_test());
+    rewrite
+        .edits
+        .push(Edit::replacement(span(value), replacement));
+}
+
+/// Divides the step keywords of a call (`last_step=`, `steps=`, `max_steps=`).
+pub fn divide_step_keywords(rewrite: &mut ModuleRewrite, call: &ast::ExprCall, names: &[&str]) {
+    for name in names {
+        if let Some(value) = keyword(call, name).map(|keyword| &keyword.value)
+            && !matches!(
+                value,
+                Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::None,
+                    ..
+                })
+            )
+        {
+            rewrite.divide_expression(value);
+        }
+    }
+}
+
+/// `StopAtStepHook(last_step=n)` and `(num_steps=n)` anywhere in the module: divided.
+pub fn divide_stop_at_step_hooks(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    for scope in &module.scopes {
+        for (_, call) in calls_in_scope(scope) {
+            if canonical_callee(rewrite, scope, call).as_deref()
+                == Some("tensorflow.train.StopAtStepHook")
+            {
+                if let Some(first) = call.args.first() {
+                    rewrite.divide_expression(first);
+                }
+                divide_step_keywords(rewrite, call, &["last_step", "num_steps"]);
+            }
+        }
+    }
+}
+
+/// The statement of a scope that contains a call.
+pub fn statement_of<'a>(scope: &Scope<'a>, call: &ast::ExprCall) -> Option<&'a Stmt> {
+    calls_in_scope(scope)
+        .into_iter()
+        .find(|(_, candidate)| span(*candidate) == span(call))
+        .map(|(stmt, _)| stmt)
+}
