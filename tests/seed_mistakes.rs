@@ -221,3 +221,20 @@ fn mistake_10_the_original_text_outside_edits_survives() {
         assert!(text.contains(line), "line lost or reformatted: {line:?}");
     }
 }
+
+#[test]
+fn mistake_4_hooks_get_a_new_list_not_the_result_of_append() {
+    let text = only_rewrite("tf1_monitored_session_hooks");
+    assert!(text.contains("hooks=[*hooks, hvd.BroadcastGlobalVariablesHook(0)]"), "{text}");
+    assert!(!text.contains(".append("), "{text}");
+    let text = only_rewrite("tf1_estimator_same_module");
+    assert!(text.contains("hooks=[hvd.BroadcastGlobalVariablesHook(0)]"), "{text}");
+}
+
+#[test]
+fn mistake_5_the_optimizer_is_wrapped_never_the_train_op() {
+    let text = only_rewrite("tf1_session_chained_minimize");
+    assert!(text.contains("optimizer = tf.train.AdamOptimizer(0.01 * hvd.size())\noptimizer = hvd.DistributedOptimizer(optimizer)\ntrain_op = optimizer.minimize(loss)\n"), "{text}");
+    assert!(!text.contains("DistributedOptimizer(train_op"), "{text}");
+    assert!(!text.contains(".minimize(loss))"), "{text}");
+}
