@@ -8,10 +8,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::analysis::package::FileProblemKind;
 use crate::diagnostics::Severity;
 use crate::engine::{self, RunOutcome, RunRequest};
 use crate::report::{self, text::Detail};
+use crate::workspace::config::{Config, OutputMode};
 use crate::workspace::discover::{discover_python_files, relative_path};
+use crate::workspace::git;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,18 +33,28 @@ pub enum Command {
     Check(Options),
     /// Show the rewrite as a unified diff, with the diagnostics.
     Diff(Options),
-    /// Write the rewrite to the files (atomically).
+    /// Write the rewrite (in place, beside, or to a directory, as configured; atomically).
     Fix(Options),
 }
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
-    /// Files or directories to report on (default: the whole package root).
+    /// Files or directories to report on (default: the whole package root). Modules that
+    /// import them are reported too.
     pub paths: Vec<PathBuf>,
     /// Package root: the whole package is analysed, even when only some files are reported.
     /// Default: the git top level of the first path (or of the current directory), else that directory.
     #[arg(long)]
     pub root: Option<PathBuf>,
+    /// Report on the Python files staged in git (the index against HEAD), and the modules importing them.
+    #[arg(long, conflicts_with = "since")]
+    pub staged: bool,
+    /// Report on the Python files changed since the merge-base of REV and HEAD (working tree included).
+    #[arg(long, value_name = "REV")]
+    pub since: Option<String>,
+    /// Configuration file (default: .distribute.yml at the package root, if present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Exit 1 when a diagnostic of at least this severity exists.
@@ -53,6 +66,10 @@ pub struct Options {
 pub enum Format {
     Text,
     Json,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+    /// GitHub Actions workflow commands (`::warning file=...`).
+    Github,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -83,20 +100,33 @@ pub fn run(arguments: Arguments) -> Result<i32> {
         Command::Fix(options) => (options, Detail::Fix),
     };
     let request = build_request(options)?;
+    let root = request.root.clone();
+    let config = request.config.clone();
     let outcome = engine::with_large_stack(move || engine::run(&request));
+    // Pending: a rewrite whose target (the file itself, or its configured output) differs.
+    let pending = outcome
+        .modules
+        .iter()
+        .filter_map(|module| {
+            module
+                .rewritten
+                .as_ref()
+                .map(|rewritten| (module, rewritten))
+        })
+        .filter(|(module, rewritten)| {
+            std::fs::read_to_string(root.join(config.output_path(&module.relative_path)))
+                .map_or(true, |existing| existing != **rewritten)
+        })
+        .count();
     let mut write_failures = Vec::new();
     if detail == Detail::Fix {
-        for module in &outcome.modules {
-            if let Some(rewritten) = &module.rewritten
-                && let Err(error) = write_atomically(&module.path, rewritten)
-            {
-                write_failures.push(format!("{}: error: {error:#}", module.relative_path));
-            }
-        }
+        write_failures = write_outputs(&root, &config, &outcome);
     }
     let rendered = match options.format {
         Format::Text => report::text::render(&outcome, detail),
         Format::Json => report::json::render(&outcome),
+        Format::Sarif => report::sarif::render(&outcome),
+        Format::Github => report::github::render(&outcome),
     };
     print_ignoring_broken_pipe(&rendered);
     for failure in &write_failures {
@@ -104,19 +134,19 @@ pub fn run(arguments: Arguments) -> Result<i32> {
     }
     Ok(exit_code(
         &outcome,
-        detail,
+        pending > 0,
         options.fail_on,
         !write_failures.is_empty(),
     ))
 }
 
-fn exit_code(outcome: &RunOutcome, detail: Detail, fail_on: FailOn, write_failed: bool) -> i32 {
-    let file_errors = outcome.problems.iter().any(|problem| {
-        matches!(
-            problem.kind,
-            crate::analysis::package::FileProblemKind::Error(_)
-        )
-    });
+/// 0 nothing to do; 1 a rewrite pending (`check`, `diff`) or written (`fix`, as
+/// formatters do), or a diagnostic at `--fail-on`; 2 a file or write error.
+fn exit_code(outcome: &RunOutcome, pending: bool, fail_on: FailOn, write_failed: bool) -> i32 {
+    let file_errors = outcome
+        .problems
+        .iter()
+        .any(|problem| matches!(problem.kind, FileProblemKind::Error(_)));
     let rewrite_errors = outcome
         .modules
         .iter()
@@ -124,16 +154,10 @@ fn exit_code(outcome: &RunOutcome, detail: Detail, fail_on: FailOn, write_failed
     if file_errors || rewrite_errors || write_failed {
         return 2;
     }
-    let changes = outcome.modules.iter().any(|module| module.changed());
     let failing_diagnostics = fail_on
         .threshold()
         .is_some_and(|threshold| engine::has_diagnostic_at_least(outcome, threshold));
-    match detail {
-        Detail::Fix if changes => 1,
-        Detail::Check | Detail::Diff if changes => 1,
-        _ if failing_diagnostics => 1,
-        _ => 0,
-    }
+    if pending || failing_diagnostics { 1 } else { 0 }
 }
 
 fn print_ignoring_broken_pipe(text: &str) {
@@ -141,15 +165,6 @@ fn print_ignoring_broken_pipe(text: &str) {
     let mut handle = stdout.lock();
     let _ = handle.write_all(text.as_bytes());
     let _ = handle.flush();
-}
-
-/// The git top level above `start`, found by walking up to a `.git` entry.
-fn git_top_level(start: &Path) -> Option<PathBuf> {
-    let start = start.canonicalize().ok()?;
-    start
-        .ancestors()
-        .find(|directory| directory.join(".git").exists())
-        .map(Path::to_path_buf)
 }
 
 fn build_request(options: &Options) -> Result<RunRequest> {
@@ -170,7 +185,7 @@ fn build_request(options: &Options) -> Result<RunRequest> {
                     absolute.parent().map_or(current.clone(), Path::to_path_buf)
                 }
             });
-            git_top_level(&start).unwrap_or(start)
+            git::top_level(&start).unwrap_or(start)
         }
     };
     let root = root
@@ -179,7 +194,8 @@ fn build_request(options: &Options) -> Result<RunRequest> {
     if !root.is_dir() {
         bail!("{}: the package root must be a directory", root.display());
     }
-    let scope = if options.paths.is_empty() {
+    let config = Config::load(&root, options.config.as_deref()).map_err(anyhow::Error::new)?;
+    let path_scope = if options.paths.is_empty() {
         None
     } else {
         let mut scope = HashSet::new();
@@ -204,17 +220,95 @@ fn build_request(options: &Options) -> Result<RunRequest> {
                         format!("{relative}/{file}")
                     });
                 }
-            } else {
+            } else if absolute
+                .extension()
+                .is_some_and(|extension| extension == "py")
+            {
                 scope.insert(relative);
             }
         }
         Some(scope)
     };
-    Ok(RunRequest { root, scope })
+    let selection = if options.staged {
+        Some(git::Selection::Staged)
+    } else {
+        options.since.clone().map(git::Selection::Since)
+    };
+    let scope = match selection {
+        Some(selection) => {
+            let changed: HashSet<String> = git::changed_python_files(&root, &selection)?
+                .into_iter()
+                .collect();
+            Some(match path_scope {
+                Some(paths) => changed.intersection(&paths).cloned().collect(),
+                None => changed,
+            })
+        }
+        None => path_scope,
+    };
+    Ok(RunRequest {
+        root,
+        scope,
+        expand_scope_to_dependents: true,
+        config,
+    })
+}
+
+/// Writes every verified rewrite where the configuration says; returns the
+/// failures (the other files are still written). Unchanged targets are not rewritten.
+fn write_outputs(root: &Path, config: &Config, outcome: &RunOutcome) -> Vec<String> {
+    let mut failures = Vec::new();
+    let write = |relative: &str, target: &Path, contents: &str| -> Option<String> {
+        if std::fs::read_to_string(target).is_ok_and(|existing| existing == contents) {
+            return None;
+        }
+        let result = match target.parent() {
+            Some(parent) => std::fs::create_dir_all(parent)
+                .map_err(anyhow::Error::new)
+                .and_then(|_| write_atomically(target, contents)),
+            None => write_atomically(target, contents),
+        };
+        result
+            .err()
+            .map(|error| format!("{relative}: error: writing {}: {error:#}", target.display()))
+    };
+    for module in &outcome.modules {
+        if let Some(rewritten) = &module.rewritten {
+            failures.extend(write(
+                &module.relative_path,
+                &root.join(config.output_path(&module.relative_path)),
+                rewritten,
+            ));
+        }
+    }
+    // A mirrored package must run on its own: copy the modules that were not rewritten.
+    if let OutputMode::Directory(_) = &config.output {
+        let (files, _) = discover_python_files(root);
+        for relative in files.iter().filter(|file| config.selects(file)) {
+            if outcome
+                .modules
+                .iter()
+                .any(|module| &module.relative_path == relative && module.rewritten.is_some())
+            {
+                continue;
+            }
+            match std::fs::read_to_string(root.join(relative)) {
+                Ok(contents) => failures.extend(write(
+                    relative,
+                    &root.join(config.output_path(relative)),
+                    &contents,
+                )),
+                Err(error) => failures.push(format!(
+                    "{relative}: error: reading it for the output directory: {error}"
+                )),
+            }
+        }
+    }
+    failures
 }
 
 /// Writes through a temporary file in the same directory, then renames it
-/// over the original, so that a reader never sees a half-written file.
+/// over the target, so that a reader never sees a half-written file.
 fn write_atomically(path: &Path, contents: &str) -> Result<()> {
     let directory = path.parent().context("file has no parent directory")?;
     let permissions = std::fs::metadata(path)

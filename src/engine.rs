@@ -5,13 +5,15 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
+use crate::analysis::library;
 use crate::analysis::package::{FileProblem, FileProblemKind, Package};
 use crate::analysis::training::Analysis;
 use crate::diagnostics::Severity;
 use crate::python::edit::apply_edits;
 use crate::python::parse::parse_module;
 use crate::python::source::SourceFile;
-use crate::rules::{Classification, rewrite_module};
+use crate::rules::{Classification, RuleOptions, rewrite_module};
+use crate::workspace::config::Config;
 use crate::workspace::discover::discover_python_files;
 
 /// A diagnostic placed in its file.
@@ -61,15 +63,32 @@ pub struct RunRequest {
     pub root: PathBuf,
     /// Report and rewrite only these files (relative paths); all when `None`.
     pub scope: Option<HashSet<String>>,
+    /// Add to the scope the modules that import a scoped file, transitively
+    /// (a training script whose model module changed).
+    pub expand_scope_to_dependents: bool,
+    pub config: Config,
 }
 
 /// Runs the whole pipeline on a package.
 pub fn run(request: &RunRequest) -> RunOutcome {
-    let (files, mut discovery_problems) = discover_python_files(&request.root);
+    let (mut files, mut discovery_problems) = discover_python_files(&request.root);
+    files.retain(|file| request.config.selects(file));
+    discovery_problems.retain(|problem| request.config.selects(&problem.relative_path));
     let always_parse = request.scope.clone().unwrap_or_default();
     let package = Package::load(&request.root, &files, &always_parse);
-    let mut outcome = analyse_package(&package, request.scope.as_ref());
-    if let Some(scope) = &request.scope {
+    let options = RuleOptions {
+        shard_datasets: request.config.shard_datasets,
+    };
+    let analysis = Analysis::new(&package);
+    let scope = request.scope.as_ref().map(|scope| {
+        if request.expand_scope_to_dependents {
+            expand_to_dependents(&analysis, scope)
+        } else {
+            scope.clone()
+        }
+    });
+    let mut outcome = rewrite_in_scope(&analysis, scope.as_ref(), options, &request.config);
+    if let Some(scope) = &scope {
         discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
         outcome
             .problems
@@ -83,17 +102,78 @@ pub fn run(request: &RunRequest) -> RunOutcome {
 }
 
 /// Analyses a loaded package and rewrites its training modules in scope.
-pub fn analyse_package(package: &Package, scope: Option<&HashSet<String>>) -> RunOutcome {
-    let analysis = Analysis::new(package);
+/// Adds to the scope the modules whose classification depends on a scoped
+/// file: importers (transitively) of a module that defines a model,
+/// estimator or optimizer class, a model factory, or a function that trains.
+/// A changed data utility does not pull the training script in.
+pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> HashSet<String> {
+    let package = analysis.package;
+    let decisive: HashSet<String> = scope
+        .iter()
+        .filter(|relative_path| {
+            let Some(module) = package
+                .modules
+                .iter()
+                .find(|module| &module.source.relative_path == *relative_path)
+            else {
+                return false;
+            };
+            let defines_relevant_class = module.body.iter().any(|stmt| {
+                let rustpython_parser::ast::Stmt::ClassDef(class) = stmt else {
+                    return false;
+                };
+                let name = format!("{}.{}", module.name, class.name);
+                [
+                    library::KERAS_MODEL,
+                    library::KERAS_OPTIMIZER,
+                    library::KERAS_SCHEDULE,
+                    "tensorflow.estimator.Estimator",
+                ]
+                .iter()
+                .any(|ancestor| package.is_subclass(&name, ancestor))
+            });
+            let defines_relevant_function = analysis.functions.values().any(|summary| {
+                summary.module == module.name
+                    && (summary.returns_model || !summary.reaches.is_empty())
+            });
+            defines_relevant_class || defines_relevant_function
+        })
+        .cloned()
+        .collect();
+    let mut expanded = package.with_dependents(&decisive);
+    expanded.extend(scope.iter().cloned());
+    expanded
+}
+
+/// Runs the rules on the training modules in scope, and verifies each rewrite.
+pub fn rewrite_in_scope(
+    analysis: &Analysis,
+    scope: Option<&HashSet<String>>,
+    options: RuleOptions,
+    config: &Config,
+) -> RunOutcome {
+    let package = analysis.package;
     let mut modules = Vec::new();
     for module in &analysis.modules {
         let source = &module.module.source;
         if scope.is_some_and(|scope| !scope.contains(&source.relative_path)) {
             continue;
         }
-        let Some(result) = rewrite_module(&analysis, module) else {
+        let Some(mut result) = rewrite_module(analysis, module, options) else {
             continue;
         };
+        // Per-code severity from the configuration; `off` drops the diagnostic.
+        result
+            .diagnostics
+            .retain_mut(|diagnostic| match config.severity_of(diagnostic.code) {
+                Some(severity) => {
+                    if config.severity.contains_key(&diagnostic.code) {
+                        diagnostic.severity = severity;
+                    }
+                    true
+                }
+                None => false,
+            });
         modules.push(verify(source, result));
     }
     RunOutcome {

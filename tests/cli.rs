@@ -208,8 +208,20 @@ fn paths_limit_what_is_reported_but_not_what_is_analysed() {
     let run = distribute(&["diff", "--root", ".", "mypkg/train.py"], scratch.path());
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("+++ b/mypkg/train.py"));
-    let models_only = distribute(&["diff", "--root", ".", "mypkg/models"], scratch.path());
-    assert_eq!(models_only.code, 0, "{}", models_only.stdout);
+    // A changed model module brings in the training script that imports it...
+    let models_only = distribute(
+        &["diff", "--root", ".", "mypkg/models/base.py"],
+        scratch.path(),
+    );
+    assert_eq!(models_only.code, 1, "{}", models_only.stdout);
+    assert!(
+        models_only.stdout.contains("+++ b/mypkg/train.py"),
+        "{}",
+        models_only.stdout
+    );
+    // ...a changed data utility does not: the training script's classification does not depend on it.
+    let data_only = distribute(&["diff", "--root", ".", "mypkg/data.py"], scratch.path());
+    assert_eq!(data_only.code, 0, "{}", data_only.stdout);
 }
 
 #[test]

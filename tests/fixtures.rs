@@ -29,7 +29,7 @@ fn cases() -> Vec<String> {
 fn run_on(root: &Path) -> RunOutcome {
     let request = RunRequest {
         root: root.to_path_buf(),
-        scope: None,
+        ..Default::default()
     };
     engine::with_large_stack(move || engine::run(&request))
 }

@@ -12,7 +12,10 @@ fn rewrites(case: &str) -> Vec<(String, String)> {
         .join("tests/fixtures")
         .join(case)
         .join("input");
-    let request = RunRequest { root, scope: None };
+    let request = RunRequest {
+        root,
+        ..Default::default()
+    };
     let outcome = engine::with_large_stack(move || engine::run(&request));
     outcome
         .modules
@@ -225,10 +228,16 @@ fn mistake_10_the_original_text_outside_edits_survives() {
 #[test]
 fn mistake_4_hooks_get_a_new_list_not_the_result_of_append() {
     let text = only_rewrite("tf1_monitored_session_hooks");
-    assert!(text.contains("hooks=[*hooks, hvd.BroadcastGlobalVariablesHook(0)]"), "{text}");
+    assert!(
+        text.contains("hooks=[*hooks, hvd.BroadcastGlobalVariablesHook(0)]"),
+        "{text}"
+    );
     assert!(!text.contains(".append("), "{text}");
     let text = only_rewrite("tf1_estimator_same_module");
-    assert!(text.contains("hooks=[hvd.BroadcastGlobalVariablesHook(0)]"), "{text}");
+    assert!(
+        text.contains("hooks=[hvd.BroadcastGlobalVariablesHook(0)]"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -277,6 +277,32 @@ impl Package {
         package
     }
 
+    /// The given files plus every parsed module that imports one of them,
+    /// transitively (a training script importing a changed model module).
+    pub fn with_dependents(&self, files: &HashSet<String>) -> HashSet<String> {
+        let mut importers: HashMap<&str, Vec<&Module>> = HashMap::new();
+        for module in &self.modules {
+            for imported in imported_package_modules(module, &self.module_names) {
+                if let Some(target) = self.module(&imported) {
+                    importers
+                        .entry(target.source.relative_path.as_str())
+                        .or_default()
+                        .push(module);
+                }
+            }
+        }
+        let mut result = files.clone();
+        let mut queue: Vec<String> = files.iter().cloned().collect();
+        while let Some(file) = queue.pop() {
+            for importer in importers.get(file.as_str()).into_iter().flatten() {
+                if result.insert(importer.source.relative_path.clone()) {
+                    queue.push(importer.source.relative_path.clone());
+                }
+            }
+        }
+        result
+    }
+
     pub fn module(&self, name: &str) -> Option<&Module> {
         self.by_name.get(name).map(|&index| &self.modules[index])
     }

@@ -1,6 +1,8 @@
 //! Output formats, one file each. Reports format; they do not decide exit codes.
 
+pub mod github;
 pub mod json;
+pub mod sarif;
 pub mod text;
 
 use similar::TextDiff;

@@ -49,6 +49,7 @@ pub struct ModuleRewrite<'a> {
     pub handled_calls: HashSet<usize>,
     /// The first optimizer or schedule whose learning rate was scaled.
     first_scaled_call: Option<Range<usize>>,
+    pub options: super::RuleOptions,
 }
 
 /// Lines longer than this get added keyword arguments on a line of their own
@@ -143,6 +144,7 @@ impl<'a> ModuleRewrite<'a> {
             continued_calls: HashSet::new(),
             handled_calls: HashSet::new(),
             first_scaled_call: None,
+            options: super::RuleOptions::default(),
         }
     }
 
@@ -714,6 +716,70 @@ impl<'a> ModuleRewrite<'a> {
             .unwrap_or_else(|_| self.text[span(call)].to_string())
     }
 
+    /// Inserts `.shard(hvd.size(), hvd.rank())` right after the source of the
+    /// tf.data pipeline `dataset` names (or is), so that each worker reads its
+    /// own part. Returns whether it found a pipeline to shard.
+    pub fn shard_dataset(&mut self, scope: &Scope, dataset: &Expr) -> bool {
+        let pipeline: Option<&Expr> = match dataset {
+            Expr::Name(name) => {
+                let mut value = None;
+                for candidate in [scope, &self.module.scopes[0]] {
+                    for_each_statement(candidate.body, false, &mut |stmt| {
+                        if let Stmt::Assign(assign) = stmt
+                            && value.is_none()
+                            && assign.targets.iter().any(|target| matches!(target, Expr::Name(target) if target.id == name.id))
+                            && self.dataset_source(candidate, &assign.value).is_some()
+                        {
+                            value = Some(assign.value.as_ref());
+                        }
+                    });
+                    if value.is_some() {
+                        break;
+                    }
+                }
+                value
+            }
+            other => Some(other),
+        };
+        let Some(source) = pipeline.and_then(|pipeline| self.dataset_source(scope, pipeline))
+        else {
+            return false;
+        };
+        let shard = format!(
+            ".shard({}, {})",
+            self.horovod_call("size"),
+            self.horovod_call("rank")
+        );
+        self.edits.push(Edit::insertion(source.end, shard));
+        true
+    }
+
+    /// The range of the call that creates a tf.data pipeline inside `expr`.
+    fn dataset_source(&self, scope: &Scope, expr: &Expr) -> Option<Range<usize>> {
+        let mut found = None;
+        walk_expression(expr, &mut |inner| {
+            if found.is_none()
+                && let Expr::Call(call) = inner
+                && callee_name(self.analysis.package, self.module.module, scope, &call.func)
+                    .is_some_and(|callee| {
+                        matches!(
+                            callee.as_str(),
+                            "tensorflow.data.Dataset.from_tensor_slices"
+                                | "tensorflow.data.Dataset.from_tensors"
+                                | "tensorflow.data.Dataset.from_generator"
+                                | "tensorflow.data.Dataset.range"
+                                | "tensorflow.data.Dataset.list_files"
+                                | "tensorflow.data.TFRecordDataset"
+                                | "tensorflow.data.TextLineDataset"
+                        )
+                    })
+            {
+                found = Some(span(call));
+            }
+        });
+        found
+    }
+
     /// Scales each element of a list literal (`PiecewiseConstantDecay` values).
     fn scale_each(&mut self, value: &Expr) {
         match value {
@@ -1274,6 +1340,22 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
             rewrite.divide_expression(&call.args[0]);
             return;
         }
+    }
+    let mut iterable = for_loop.iter.as_ref();
+    if let Expr::Call(call) = iterable
+        && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
+        && let Some(inner) = call.args.first()
+    {
+        iterable = inner;
+    }
+    if !rewrite.text.contains(".shard(")
+        && rewrite.options.shard_datasets
+        && rewrite.shard_dataset(
+            &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)],
+            iterable,
+        )
+    {
+        return;
     }
     if !rewrite.text.contains(".shard(") {
         let iterable_text = rewrite.expression_text(&for_loop.iter).to_string();

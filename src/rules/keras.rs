@@ -309,6 +309,14 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
         divided = true;
     }
     let shards = rewrite.text.contains(".shard(");
+    if !divided
+        && !shards
+        && rewrite.options.shard_datasets
+        && let Some(data) = fit.args.first()
+        && rewrite.shard_dataset(scope, data)
+    {
+        return;
+    }
     if !divided && !shards {
         let data = fit
             .args

@@ -41,15 +41,24 @@ pub struct ModuleRewriteResult {
 }
 
 /// Runs the rules for one module; `None` when it is not training code.
+/// Choices the user makes about the rewrite (from `.distribute.yml`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuleOptions {
+    /// Insert `.shard(hvd.size(), hvd.rank())` into unsharded tf.data pipelines.
+    pub shard_datasets: bool,
+}
+
 pub fn rewrite_module<'a>(
     analysis: &'a Analysis<'a>,
     module: &'a ModuleAnalysis<'a>,
+    options: RuleOptions,
 ) -> Option<ModuleRewriteResult> {
     let patterns = module.patterns();
     match patterns.as_slice() {
         [] => None,
         [pattern] => {
             let mut rewrite = ModuleRewrite::new(analysis, module, *pattern);
+            rewrite.options = options;
             if rewrite.had_horovod
                 && let Some((_, binding)) = module
                     .module

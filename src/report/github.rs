@@ -1,0 +1,101 @@
+//! GitHub Actions workflow commands: each diagnostic becomes an annotation on
+//! its line (`::warning file=...,line=...,col=...::message`), file errors
+//! become `::error`, and each pending rewrite a `::notice`.
+
+use std::fmt::Write;
+
+use crate::analysis::package::FileProblemKind;
+use crate::diagnostics::Severity;
+use crate::engine::{RunOutcome, describe_problem};
+
+/// Escapes a message for a workflow command (GitHub's rules for data).
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a property value (`file=`, `title=`): also `:` and `,`.
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn command(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "notice",
+    }
+}
+
+pub fn render(outcome: &RunOutcome) -> String {
+    let mut out = String::new();
+    for problem in &outcome.problems {
+        let (severity, message) = describe_problem(problem);
+        let location = match &problem.kind {
+            FileProblemKind::Error(error) => error.location(),
+            FileProblemKind::Empty => None,
+        };
+        let position = location
+            .map(|at| format!(",line={},col={}", at.line, at.column))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "::{} file={}{position},title=distribute::{}",
+            command(severity),
+            escape_property(&problem.relative_path),
+            escape_data(&message)
+        )
+        .ok();
+    }
+    for module in &outcome.modules {
+        let file = escape_property(&module.relative_path);
+        for diagnostic in &module.diagnostics {
+            let mut message = diagnostic.message.clone();
+            if let Some(suggestion) = &diagnostic.suggestion {
+                message.push_str("\nSuggestion: ");
+                message.push_str(suggestion);
+            }
+            writeln!(
+                out,
+                "::{} file={file},line={},col={},endLine={},endColumn={},title={}::{}",
+                command(diagnostic.severity),
+                diagnostic.line,
+                diagnostic.column,
+                diagnostic.end_line,
+                diagnostic.end_column,
+                escape_property(&format!("{} {}", diagnostic.code, diagnostic.name)),
+                escape_data(&message)
+            )
+            .ok();
+        }
+        if let Some(error) = &module.rewrite_error {
+            writeln!(
+                out,
+                "::error file={file},title=distribute::{}",
+                escape_data(error)
+            )
+            .ok();
+        }
+        if module.changed() {
+            writeln!(
+                out,
+                "::notice file={file},title=distribute::{}",
+                escape_data(&format!("this module trains on one GPU ({}); run `distribute diff` to see its Horovod rewrite", module.classification.name()))
+            )
+            .ok();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_and_properties_are_escaped() {
+        assert_eq!(escape_data("50%\nnext"), "50%25%0Anext");
+        assert_eq!(escape_property("a:b,c"), "a%3Ab%2Cc");
+    }
+}

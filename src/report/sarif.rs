@@ -1,0 +1,104 @@
+//! SARIF 2.1.0 (for GitHub code scanning): one result per diagnostic, with
+//! the rule table, and file errors as tool execution notifications.
+
+use serde_json::{Value, json};
+
+use crate::analysis::package::FileProblemKind;
+use crate::diagnostics::{CODES, Severity};
+use crate::engine::{RunOutcome, describe_problem};
+
+fn level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+pub fn render(outcome: &RunOutcome) -> String {
+    let rules: Vec<Value> = CODES
+        .iter()
+        .map(|(_, id, name, severity, summary)| {
+            json!({
+                "id": id,
+                "name": name,
+                "shortDescription": { "text": summary },
+                "defaultConfiguration": { "level": level(*severity) },
+                "help": { "text": format!("{summary} See the Diagnostics table of distribute's README.") },
+            })
+        })
+        .collect();
+    let rule_index = |code: &str| CODES.iter().position(|entry| entry.1 == code);
+    let mut results = Vec::new();
+    for module in &outcome.modules {
+        for diagnostic in &module.diagnostics {
+            let mut text = diagnostic.message.clone();
+            if let Some(suggestion) = &diagnostic.suggestion {
+                text.push_str(". Suggestion: ");
+                text.push_str(suggestion);
+            }
+            let mut result = json!({
+                "ruleId": diagnostic.code,
+                "level": level(diagnostic.severity),
+                "message": { "text": text },
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": { "uri": module.relative_path, "uriBaseId": "%SRCROOT%" },
+                        "region": {
+                            "startLine": diagnostic.line,
+                            "startColumn": diagnostic.column,
+                            "endLine": diagnostic.end_line,
+                            "endColumn": diagnostic.end_column,
+                        }
+                    }
+                }],
+            });
+            if let Some(index) = rule_index(diagnostic.code) {
+                result["ruleIndex"] = json!(index);
+            }
+            results.push(result);
+        }
+    }
+    let notifications: Vec<Value> = outcome
+        .problems
+        .iter()
+        .map(|problem| {
+            let (severity, message) = describe_problem(problem);
+            let mut location = json!({
+                "physicalLocation": { "artifactLocation": { "uri": problem.relative_path, "uriBaseId": "%SRCROOT%" } }
+            });
+            if let FileProblemKind::Error(error) = &problem.kind
+                && let Some(at) = error.location()
+            {
+                location["physicalLocation"]["region"] = json!({ "startLine": at.line, "startColumn": at.column });
+            }
+            json!({ "level": level(severity), "message": { "text": message }, "locations": [location] })
+        })
+        .collect();
+    let file_errors = outcome
+        .problems
+        .iter()
+        .any(|problem| matches!(problem.kind, FileProblemKind::Error(_)));
+    let document = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "distribute",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "rules": rules,
+                }
+            },
+            "invocations": [{
+                "executionSuccessful": !file_errors,
+                "toolExecutionNotifications": notifications,
+            }],
+            "originalUriBaseIds": { "%SRCROOT%": { "description": { "text": "The package root." } } },
+            "results": results,
+        }]
+    });
+    let mut text = serde_json::to_string_pretty(&document).expect("the SARIF document serialises");
+    text.push('\n');
+    text
+}

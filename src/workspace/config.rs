@@ -1,0 +1,366 @@
+//! `.distribute.yml`: which files, where rewrites go, how severe each
+//! diagnostic is, and whether to shard datasets. Unknown keys and wrong types
+//! are errors naming the key and its line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+use crate::diagnostics::{Code, Severity};
+
+pub const CONFIG_FILE_NAME: &str = ".distribute.yml";
+
+/// The configuration as written in the file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Globs (relative to the package root) of files to analyse; all `.py` files when empty.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Globs of files never analysed.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default)]
+    pub output: OutputConfig,
+    /// Per-code severity: `DST101: off`, `dataset-not-sharded: error`.
+    #[serde(default)]
+    pub severity: BTreeMap<String, SeveritySetting>,
+    /// Insert `.shard(hvd.size(), hvd.rank())` into tf.data pipelines that are not sharded.
+    #[serde(default)]
+    pub shard_datasets: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    #[serde(default)]
+    pub mode: OutputModeName,
+    /// For `mode: suffix`: `train.py` -> `train<suffix>`.
+    #[serde(default = "default_suffix")]
+    pub suffix: String,
+    /// For `mode: directory`: where the mirrored package goes (relative to the root).
+    #[serde(default = "default_directory")]
+    pub directory: String,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        OutputConfig {
+            mode: OutputModeName::InPlace,
+            suffix: default_suffix(),
+            directory: default_directory(),
+        }
+    }
+}
+
+fn default_suffix() -> String {
+    "_distributed.py".into()
+}
+
+fn default_directory() -> String {
+    "distributed".into()
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputModeName {
+    #[default]
+    InPlace,
+    Suffix,
+    Directory,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SeveritySetting {
+    Error,
+    Warning,
+    Info,
+    Off,
+}
+
+/// Where `fix` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputMode {
+    InPlace,
+    /// A sibling file: `train.py` -> `train_distributed.py`.
+    Suffix(String),
+    /// A directory (relative to the root) mirroring the package.
+    Directory(PathBuf),
+}
+
+/// The configuration, checked and ready to use.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub include: Option<GlobSet>,
+    pub exclude: Option<GlobSet>,
+    pub output: OutputMode,
+    pub severity: BTreeMap<Code, Option<Severity>>,
+    pub shard_datasets: bool,
+    /// The file it came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            include: None,
+            exclude: None,
+            output: OutputMode::InPlace,
+            severity: BTreeMap::new(),
+            shard_datasets: false,
+            source: None,
+        }
+    }
+}
+
+/// A configuration error, with the file and line where it is.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}{}: {message}", .line.map(|line| format!(":{line}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub path: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl Config {
+    /// Reads `path`, or `.distribute.yml` at the root when `path` is `None` (absent: defaults).
+    pub fn load(root: &Path, path: Option<&Path>) -> Result<Config, ConfigError> {
+        let (path, required) = match path {
+            Some(path) => (path.to_path_buf(), true),
+            None => (root.join(CONFIG_FILE_NAME), false),
+        };
+        let display = path.display().to_string();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => {
+                return Ok(Config::default());
+            }
+            Err(error) => {
+                return Err(ConfigError {
+                    path: display,
+                    line: None,
+                    message: format!("cannot read: {error}"),
+                });
+            }
+        };
+        let mut config = Config::parse(&text, &display)?;
+        config.source = Some(path);
+        Ok(config)
+    }
+
+    /// Parses configuration text; `display` names the file in errors.
+    pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
+        let error = |line: Option<usize>, message: String| ConfigError {
+            path: display.to_string(),
+            line,
+            message,
+        };
+        let file: ConfigFile = if text.trim().is_empty() {
+            ConfigFile::default()
+        } else {
+            serde_yaml::from_str(text)
+                .map_err(|yaml| error(yaml.location().map(|at| at.line()), yaml.to_string()))?
+        };
+        let line_of = |needle: &str| {
+            text.lines()
+                .position(|line| line.contains(needle))
+                .map(|index| index + 1)
+        };
+        let globs = |patterns: &[String], key: &str| -> Result<Option<GlobSet>, ConfigError> {
+            if patterns.is_empty() {
+                return Ok(None);
+            }
+            let mut builder = GlobSetBuilder::new();
+            for pattern in patterns {
+                let glob = Glob::new(pattern).map_err(|glob| {
+                    error(
+                        line_of(pattern),
+                        format!("{key}: invalid glob {pattern:?}: {glob}"),
+                    )
+                })?;
+                builder.add(glob);
+            }
+            builder
+                .build()
+                .map(Some)
+                .map_err(|glob| error(line_of(key), format!("{key}: {glob}")))
+        };
+        let mut severity = BTreeMap::new();
+        for (key, setting) in &file.severity {
+            let code = Code::from_id_or_name(key).ok_or_else(|| {
+                error(line_of(key), format!("severity: unknown diagnostic code `{key}` (expected a code such as DST101 or a name such as dataset-not-sharded)"))
+            })?;
+            let level = match setting {
+                SeveritySetting::Error => Some(Severity::Error),
+                SeveritySetting::Warning => Some(Severity::Warning),
+                SeveritySetting::Info => Some(Severity::Info),
+                SeveritySetting::Off => None,
+            };
+            severity.insert(code, level);
+        }
+        let output = match file.output.mode {
+            OutputModeName::InPlace => OutputMode::InPlace,
+            OutputModeName::Suffix => {
+                let suffix = file.output.suffix.clone();
+                if !suffix.ends_with(".py") || suffix == ".py" || suffix.contains('/') {
+                    return Err(error(
+                        line_of("suffix:"),
+                        format!(
+                            "output.suffix: {suffix:?} must end with `.py`, add something before it, and contain no `/`"
+                        ),
+                    ));
+                }
+                OutputMode::Suffix(suffix)
+            }
+            OutputModeName::Directory => {
+                let directory = PathBuf::from(&file.output.directory);
+                if directory.is_absolute()
+                    || directory
+                        .components()
+                        .any(|part| matches!(part, std::path::Component::ParentDir))
+                    || file.output.directory.trim().is_empty()
+                {
+                    return Err(error(
+                        line_of("directory:"),
+                        format!(
+                            "output.directory: {:?} must be a relative path inside the package root",
+                            file.output.directory
+                        ),
+                    ));
+                }
+                OutputMode::Directory(directory)
+            }
+        };
+        Ok(Config {
+            include: globs(&file.include, "include")?,
+            exclude: globs(&file.exclude, "exclude")?,
+            output,
+            severity,
+            shard_datasets: file.shard_datasets,
+            source: None,
+        })
+    }
+
+    /// Whether a file (relative to the root) is analysed at all.
+    pub fn selects(&self, relative_path: &str) -> bool {
+        if self
+            .include
+            .as_ref()
+            .is_some_and(|include| !include.is_match(relative_path))
+        {
+            return false;
+        }
+        if self
+            .exclude
+            .as_ref()
+            .is_some_and(|exclude| exclude.is_match(relative_path))
+        {
+            return false;
+        }
+        match &self.output {
+            // The tool's own output is not input.
+            OutputMode::Suffix(suffix) => !relative_path.ends_with(suffix.as_str()),
+            OutputMode::Directory(directory) => !Path::new(relative_path).starts_with(directory),
+            OutputMode::InPlace => true,
+        }
+    }
+
+    /// Where the rewrite of `relative_path` is written (relative to the root).
+    pub fn output_path(&self, relative_path: &str) -> PathBuf {
+        match &self.output {
+            OutputMode::InPlace => PathBuf::from(relative_path),
+            OutputMode::Suffix(suffix) => PathBuf::from(format!(
+                "{}{suffix}",
+                relative_path.strip_suffix(".py").unwrap_or(relative_path)
+            )),
+            OutputMode::Directory(directory) => directory.join(relative_path),
+        }
+    }
+
+    /// The severity a diagnostic is reported with, or `None` when it is off.
+    pub fn severity_of(&self, code: Code) -> Option<Severity> {
+        match self.severity.get(&code) {
+            Some(setting) => *setting,
+            None => Some(code.default_severity()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_name_the_key_and_line() {
+        let error = Config::parse(
+            "include: ['**/*.py']\nshard_dataset: true\n",
+            ".distribute.yml",
+        )
+        .unwrap_err();
+        assert_eq!(error.line, Some(2));
+        assert!(
+            error.message.contains("unknown field `shard_dataset`"),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.to_string().starts_with(".distribute.yml:2: "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_the_line() {
+        let error = Config::parse("exclude: []\nshard_datasets: sometimes\n", "c.yml").unwrap_err();
+        assert_eq!(error.line, Some(2));
+        assert!(
+            error.message.contains("shard_datasets"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn unknown_codes_and_bad_output_are_refused() {
+        let error = Config::parse("severity:\n  DST999: off\n", "c.yml").unwrap_err();
+        assert_eq!(error.line, Some(2));
+        let error = Config::parse(
+            "output:\n  mode: directory\n  directory: ../elsewhere\n",
+            "c.yml",
+        )
+        .unwrap_err();
+        assert_eq!(error.line, Some(3));
+        let error = Config::parse("output:\n  mode: sideways\n", "c.yml").unwrap_err();
+        assert_eq!(error.line, Some(2));
+    }
+
+    #[test]
+    fn settings_apply() {
+        let config = Config::parse(
+            "include: ['src/**']\nexclude: ['src/vendor/**']\noutput:\n  mode: suffix\n  suffix: _hvd.py\nseverity:\n  DST101: off\n  learning-rate-without-warmup: error\nshard_datasets: true\n",
+            "c.yml",
+        )
+        .unwrap();
+        assert!(config.selects("src/train.py"));
+        assert!(!config.selects("src/vendor/lib.py"));
+        assert!(!config.selects("tools/x.py"));
+        assert!(
+            !config.selects("src/train_hvd.py"),
+            "the tool's own output is not input"
+        );
+        assert_eq!(
+            config.output_path("src/train.py"),
+            PathBuf::from("src/train_hvd.py")
+        );
+        assert_eq!(config.severity_of(Code::DatasetNotSharded), None);
+        assert_eq!(
+            config.severity_of(Code::LearningRateWithoutWarmup),
+            Some(Severity::Error)
+        );
+        assert_eq!(config.severity_of(Code::Keras3), Some(Severity::Warning));
+        assert!(config.shard_datasets);
+    }
+}
