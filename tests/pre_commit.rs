@@ -19,6 +19,9 @@ fn run(directory: &Path, program: impl AsRef<std::ffi::OsStr>, arguments: &[&str
         .args(arguments)
         .current_dir(directory)
         .env("PRE_COMMIT_HOME", repository_root().join("target/test-tools/pre-commit-home"))
+        // pre-commit builds the hook with `cargo install`; a shared target
+        // directory keeps dependencies compiled across revisions.
+        .env("CARGO_TARGET_DIR", repository_root().join("target/test-tools/hook-build"))
         .env("GIT_AUTHOR_NAME", "Test")
         .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
         .env("GIT_COMMITTER_NAME", "Test")
