@@ -18,10 +18,16 @@ fn run(directory: &Path, program: impl AsRef<std::ffi::OsStr>, arguments: &[&str
     Command::new(program)
         .args(arguments)
         .current_dir(directory)
-        .env("PRE_COMMIT_HOME", repository_root().join("target/test-tools/pre-commit-home"))
+        .env(
+            "PRE_COMMIT_HOME",
+            repository_root().join("target/test-tools/pre-commit-home"),
+        )
         // pre-commit builds the hook with `cargo install`; a shared target
         // directory keeps dependencies compiled across revisions.
-        .env("CARGO_TARGET_DIR", repository_root().join("target/test-tools/hook-build"))
+        .env(
+            "CARGO_TARGET_DIR",
+            repository_root().join("target/test-tools/hook-build"),
+        )
         .env("GIT_AUTHOR_NAME", "Test")
         .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
         .env("GIT_COMMITTER_NAME", "Test")
@@ -34,14 +40,26 @@ fn run(directory: &Path, program: impl AsRef<std::ffi::OsStr>, arguments: &[&str
 
 fn git(directory: &Path, arguments: &[&str]) {
     let output = run(directory, "git", arguments);
-    assert!(output.status.success(), "git {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "git {arguments:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 fn try_repo(directory: &Path, hook: &str) -> (i32, String) {
     let pre_commit = repository_root().join("target/test-tools/venv/bin/pre-commit");
     let root = repository_root();
-    let output = run(directory, pre_commit, &["try-repo", root.to_str().unwrap(), hook, "--color", "never"]);
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let output = run(
+        directory,
+        pre_commit,
+        &["try-repo", root.to_str().unwrap(), hook, "--color", "never"],
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     (output.status.code().unwrap_or(-1), text)
 }
 
@@ -51,7 +69,10 @@ const DATA: &str = "import numpy as np\n\n\ndef load(n):\n    return np.zeros((n
 
 #[test]
 fn pre_commit_hooks_fail_fix_and_pass() {
-    let status = Command::new(repository_root().join("scripts/setup-test-tools")).current_dir(repository_root()).status().unwrap();
+    let status = Command::new(repository_root().join("scripts/setup-test-tools"))
+        .current_dir(repository_root())
+        .status()
+        .unwrap();
     assert!(status.success());
     let scratch = tempfile::tempdir().unwrap();
     let repo = scratch.path();
@@ -67,15 +88,30 @@ fn pre_commit_hooks_fail_fix_and_pass() {
     git(repo, &["add", "model.py", "train.py"]);
     let (code, output) = try_repo(repo, "distribute");
     assert_eq!(code, 1, "{output}");
-    assert!(output.contains("+import horovod.tensorflow.keras as hvd"), "{output}");
-    assert!(output.contains("+optimizer = hvd.DistributedOptimizer(optimizer)"), "{output}");
+    assert!(
+        output.contains("+import horovod.tensorflow.keras as hvd"),
+        "{output}"
+    );
+    assert!(
+        output.contains("+optimizer = hvd.DistributedOptimizer(optimizer)"),
+        "{output}"
+    );
 
     // distribute-fix rewrites it and fails, as formatters do; after `git add` the commit passes.
     let (code, output) = try_repo(repo, "distribute-fix");
     assert_eq!(code, 1, "{output}");
     let fixed = std::fs::read_to_string(repo.join("train.py")).unwrap();
-    assert!(fixed.contains("optimizer = tf.keras.optimizers.Adam(0.01 * hvd.size())  # tuned on one GPU"), "{fixed}");
-    assert_eq!(std::fs::read_to_string(repo.join("model.py")).unwrap(), MODEL, "the model module is not training code");
+    assert!(
+        fixed.contains(
+            "optimizer = tf.keras.optimizers.Adam(0.01 * hvd.size())  # tuned on one GPU"
+        ),
+        "{fixed}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("model.py")).unwrap(),
+        MODEL,
+        "the model module is not training code"
+    );
     git(repo, &["add", "train.py"]);
     let (code, output) = try_repo(repo, "distribute");
     assert_eq!(code, 0, "{output}");
@@ -88,5 +124,8 @@ fn pre_commit_hooks_fail_fix_and_pass() {
     assert_eq!(code, 0, "{output}");
     let (code, output) = try_repo(repo, "distribute-fix");
     assert_eq!(code, 0, "{output}");
-    assert_eq!(std::fs::read_to_string(repo.join("data.py")).unwrap(), DATA.replace("zeros", "ones"));
+    assert_eq!(
+        std::fs::read_to_string(repo.join("data.py")).unwrap(),
+        DATA.replace("zeros", "ones")
+    );
 }

@@ -133,10 +133,12 @@ impl ModuleIndex {
                 .take_while(|(a, b)| a == b)
                 .count()
         };
+        // Only modules sharing a directory with the importer: `import os` in
+        // `app.train` must not resolve to some `vendored.stdlib.os` elsewhere.
         self.by_last_segment
             .get(last)?
             .iter()
-            .filter(|candidate| candidate.ends_with(&suffix))
+            .filter(|candidate| candidate.ends_with(&suffix) && common_prefix(candidate) > 0)
             .max_by_key(|candidate| (common_prefix(candidate), std::cmp::Reverse(candidate.len())))
             .cloned()
     }
