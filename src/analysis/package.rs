@@ -205,6 +205,13 @@ impl Package {
             })
             .collect();
         let mut parsed = vec![false; files.len()];
+        // Imports are followed from files that can matter (they mention an ML
+        // library, or such a file imports them), not from every file the user
+        // named: a changed stdlib-like utility must not pull its imports in.
+        let mut follows_imports: Vec<bool> = files
+            .iter()
+            .map(|file| RELEVANT_WORDS.iter().any(|word| file.text.contains(word)))
+            .collect();
         let index_of_name: HashMap<&str, usize> = names
             .iter()
             .enumerate()
@@ -244,11 +251,17 @@ impl Package {
                         let context = module.context(&package.module_names);
                         module.bindings =
                             collect_bindings(&module.body, &context, &Bindings::default());
-                        for imported in imported_package_modules(&module, &package.module_names) {
+                        let imports = if follows_imports[index] {
+                            imported_package_modules(&module, &package.module_names)
+                        } else {
+                            Vec::new()
+                        };
+                        for imported in imports {
                             if let Some(&other) = index_of_name.get(imported.as_str())
                                 && !parsed[other]
                                 && !next.contains(&other)
                             {
+                                follows_imports[other] = true;
                                 next.push(other);
                             }
                         }
