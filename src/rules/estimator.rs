@@ -15,14 +15,13 @@ use super::common::ModuleRewrite;
 use super::keras::calls_in_scope;
 use super::tf1::{
     add_broadcast_hook, canonical_callee, divide_step_keywords, divide_stop_at_step_hooks,
-    pin_session_config, rank_zero_directory, statement_of, tf1_prefix, wrap_optimizers,
+    pin_session_config, rank_zero_directory, tf1_prefix, wrap_optimizers,
 };
 use crate::analysis::training::{
     Scope, TrainingPattern, callee_name, creates_estimator, model_function_argument,
 };
 use crate::analysis::walk::keyword;
 use crate::diagnostics::{Code, Diagnostic};
-use crate::python::edit::Edit;
 use crate::python::parse::span;
 
 pub fn rewrite(rewrite: &mut ModuleRewrite) {
@@ -116,6 +115,4 @@ fn rewrite_estimator_construction(
             rewrite.add_keyword(call, "config", &run_config);
         }
     }
-    let _ = statement_of;
-    let _: Option<Edit> = None;
 }

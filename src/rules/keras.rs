@@ -323,7 +323,6 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
             .first()
             .map(|argument| rewrite.expression_text(argument).to_string())
             .unwrap_or_else(|| "the data".into());
-        let _ = scope;
         rewrite.diagnose(
             Diagnostic::new(
                 Code::DatasetNotSharded,

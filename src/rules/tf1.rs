@@ -346,11 +346,3 @@ pub fn divide_stop_at_step_hooks(rewrite: &mut ModuleRewrite) {
         }
     }
 }
-
-/// The statement of a scope that contains a call.
-pub fn statement_of<'a>(scope: &Scope<'a>, call: &ast::ExprCall) -> Option<&'a Stmt> {
-    calls_in_scope(scope)
-        .into_iter()
-        .find(|(_, candidate)| span(*candidate) == span(call))
-        .map(|(stmt, _)| stmt)
-}
