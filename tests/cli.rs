@@ -1,6 +1,9 @@
 //! The command line as a user meets it: exit codes, what is printed, what is
 //! written, and what happens on bad input.
 
+mod support;
+use support::copy_tree;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -9,19 +12,6 @@ fn fixture(case: &str) -> PathBuf {
         .join("tests/fixtures")
         .join(case)
         .join("input")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 struct Run {

@@ -4,6 +4,9 @@
 //! `fix` once, comments survive, and files that are not training code are
 //! left alone.
 
+mod support;
+use support::copy_tree;
+
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -90,19 +93,6 @@ fn render(outcome: &RunOutcome) -> String {
         }
     }
     out
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn write_rewrites(outcome: &RunOutcome) {

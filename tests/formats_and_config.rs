@@ -2,24 +2,14 @@
 //! workflow commands) and `.distribute.yml` (output modes, severities,
 //! dataset sharding, errors that name the key and line).
 
+mod support;
+use support::copy_tree;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repository_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn scratch_copy(cases: &[&str]) -> tempfile::TempDir {

@@ -1341,13 +1341,6 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
             return;
         }
     }
-    let mut iterable = for_loop.iter.as_ref();
-    if let Expr::Call(call) = iterable
-        && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
-        && let Some(inner) = call.args.first()
-    {
-        iterable = inner;
-    }
     if !rewrite.text.contains(".shard(")
         && rewrite.options.shard_datasets
         && rewrite.shard_dataset(
