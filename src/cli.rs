@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::analysis::package::FileProblemKind;
 use crate::diagnostics::Severity;
 use crate::engine::{self, RunOutcome, RunRequest};
 use crate::report::{self, text::Detail};
@@ -146,7 +145,7 @@ fn exit_code(outcome: &RunOutcome, pending: bool, fail_on: FailOn, write_failed:
     let file_errors = outcome
         .problems
         .iter()
-        .any(|problem| matches!(problem.kind, FileProblemKind::Error(_)));
+        .any(|problem| problem.severity() == Severity::Error);
     let rewrite_errors = outcome
         .modules
         .iter()

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use crate::analysis::library;
-use crate::analysis::package::{FileProblem, FileProblemKind, Package};
+use crate::analysis::package::{FileProblem, Package};
 use crate::analysis::training::Analysis;
 use crate::diagnostics::Severity;
 use crate::python::edit::apply_edits;
@@ -234,17 +234,6 @@ fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> Mod
         Ok(_) => {}
     }
     outcome
-}
-
-/// The problem text for a file that could not be analysed.
-pub fn describe_problem(problem: &FileProblem) -> (Severity, String) {
-    match &problem.kind {
-        FileProblemKind::Error(error) => (Severity::Error, error.to_string()),
-        FileProblemKind::Empty => (
-            Severity::Warning,
-            "empty file: nothing to analyse".to_string(),
-        ),
-    }
 }
 
 /// Whether any diagnostic reaches `threshold`.

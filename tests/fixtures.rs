@@ -10,7 +10,7 @@ use support::copy_tree;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use distribute::engine::{self, RunOutcome, RunRequest, describe_problem};
+use distribute::engine::{self, RunOutcome, RunRequest};
 use distribute::python::parse::parse_module;
 use distribute::report::unified_diff;
 
@@ -41,11 +41,8 @@ fn run_on(root: &Path) -> RunOutcome {
 fn render(outcome: &RunOutcome) -> String {
     let mut out = String::new();
     for problem in &outcome.problems {
-        let (severity, message) = describe_problem(problem);
-        let location = match &problem.kind {
-            distribute::analysis::package::FileProblemKind::Error(error) => error.location(),
-            distribute::analysis::package::FileProblemKind::Empty => None,
-        };
+        let (severity, message, location) =
+            (problem.severity(), problem.message(), problem.location());
         let at = location
             .map(|at| format!("{}:{}:", at.line, at.column))
             .unwrap_or_default();

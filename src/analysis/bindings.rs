@@ -356,3 +356,33 @@ pub fn assigned_names(body: &[Stmt]) -> HashSet<String> {
     });
     names
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suffix_matches_stay_within_the_importers_tree() {
+        let index = ModuleIndex::new(
+            [
+                "examples.app.pkg.model",
+                "vendored.stdlib.os",
+                "src.mypkg.models",
+            ]
+            .map(String::from),
+        );
+        // A package root above the analysed root: found through the shared prefix.
+        assert_eq!(
+            index
+                .resolve("pkg.model", "examples.app.pkg.train")
+                .as_deref(),
+            Some("examples.app.pkg.model")
+        );
+        assert_eq!(
+            index.resolve("mypkg.models", "src.mypkg.train").as_deref(),
+            Some("src.mypkg.models")
+        );
+        // `import os` in an unrelated tree is the standard library, not a copy elsewhere.
+        assert_eq!(index.resolve("os", "examples.app.pkg.train"), None);
+    }
+}

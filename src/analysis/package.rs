@@ -82,6 +82,31 @@ pub struct FileProblem {
     pub kind: FileProblemKind,
 }
 
+impl FileProblem {
+    /// The line and column of the problem, when it has one.
+    pub fn location(&self) -> Option<crate::python::source::Location> {
+        match &self.kind {
+            FileProblemKind::Error(error) => error.location(),
+            FileProblemKind::Empty => None,
+        }
+    }
+
+    /// How it is reported: errors make the exit code 2, an empty file is a warning.
+    pub fn severity(&self) -> crate::diagnostics::Severity {
+        match &self.kind {
+            FileProblemKind::Error(_) => crate::diagnostics::Severity::Error,
+            FileProblemKind::Empty => crate::diagnostics::Severity::Warning,
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match &self.kind {
+            FileProblemKind::Error(error) => error.to_string(),
+            FileProblemKind::Empty => "empty file: nothing to analyse".to_string(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum FileProblemKind {
     Error(LoadError),
@@ -115,16 +140,10 @@ pub struct Package {
 /// them and that no such file imports needs no syntax tree (SPEC 10).
 const RELEVANT_WORDS: &[&str] = &["tensorflow", "keras", "horovod"];
 
-/// The dotted module name of a file relative to the package root. When the
-/// root is itself inside a package (has `__init__.py`), the enclosing package
-/// names are prefixed, as Python would see them.
-pub fn module_name(root: &Path, relative_path: &str) -> (String, bool) {
-    let without_extension = relative_path.strip_suffix(".py").unwrap_or(relative_path);
-    let mut parts: Vec<String> = without_extension.split('/').map(String::from).collect();
-    let is_package_init = parts.last().is_some_and(|last| last == "__init__");
-    if is_package_init {
-        parts.pop();
-    }
+/// The packages enclosing the root: when the root itself has an
+/// `__init__.py`, its name (and its parents' while they have one) prefix every
+/// module name, as Python would see them.
+fn enclosing_packages(root: &Path) -> Vec<String> {
     let mut prefix = Vec::new();
     let mut directory = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     while directory.join("__init__.py").is_file() {
@@ -137,8 +156,24 @@ pub fn module_name(root: &Path, relative_path: &str) -> (String, bool) {
         }
     }
     prefix.reverse();
-    prefix.extend(parts);
-    (prefix.join("."), is_package_init)
+    prefix
+}
+
+/// The dotted module name of a file relative to the package root, after the
+/// enclosing packages, and whether it is a package's `__init__.py`.
+fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, bool) {
+    let without_extension = relative_path.strip_suffix(".py").unwrap_or(relative_path);
+    let mut parts: Vec<&str> = without_extension.split('/').collect();
+    let is_package_init = parts.last().is_some_and(|last| *last == "__init__");
+    if is_package_init {
+        parts.pop();
+    }
+    let name: Vec<&str> = enclosing_packages
+        .iter()
+        .map(String::as_str)
+        .chain(parts)
+        .collect();
+    (name.join("."), is_package_init)
 }
 
 struct ReadFile {
@@ -181,13 +216,13 @@ impl Package {
                 Err(problem) => package.problems.push(problem),
             }
         }
+        let enclosing = enclosing_packages(root);
         let names: Vec<(String, bool)> = files
             .iter()
-            .map(|file| module_name(root, &file.relative_path))
+            .map(|file| module_name(&enclosing, &file.relative_path))
             .collect();
         package.module_names = ModuleIndex::new(names.iter().map(|(name, _)| name.clone()));
-        for file in &files {
-            let (_, is_init) = module_name(root, &file.relative_path);
+        for (file, (_, is_init)) in files.iter().zip(&names) {
             if file.text.trim().is_empty() && !is_init {
                 package.problems.push(FileProblem {
                     relative_path: file.relative_path.clone(),
@@ -490,4 +525,34 @@ fn imported_package_modules(module: &Module, package_modules: &ModuleIndex) -> V
     with_parents.sort();
     with_parents.dedup();
     with_parents
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_are_followed_only_from_files_that_can_matter() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path();
+        std::fs::write(root.join("helpers.py"), "import json_tools\n").unwrap();
+        std::fs::write(root.join("json_tools.py"), "VALUE = 1\n").unwrap();
+        std::fs::write(
+            root.join("train.py"),
+            "import tensorflow as tf\nimport layers\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("layers.py"), "SIZE = 2\n").unwrap();
+        let files: Vec<String> = ["helpers.py", "json_tools.py", "layers.py", "train.py"]
+            .map(String::from)
+            .to_vec();
+        // helpers.py is named by the user (parsed) but mentions no ML library: its imports are not parsed.
+        let named: HashSet<String> = ["helpers.py".to_string()].into();
+        let package = Package::load(root, &files, &named);
+        assert!(package.module("helpers").is_some());
+        assert!(package.module("json_tools").is_none());
+        // train.py mentions tensorflow: what it imports is parsed.
+        assert!(package.module("train").is_some());
+        assert!(package.module("layers").is_some());
+    }
 }

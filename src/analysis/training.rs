@@ -272,19 +272,6 @@ impl<'a> Analysis<'a> {
             functions,
         }
     }
-
-    /// The patterns a scope reaches through calls to package functions.
-    pub fn reached_through_calls(
-        &self,
-        module: &ModuleAnalysis,
-        scope: &Scope,
-    ) -> HashSet<TrainingPattern> {
-        called_functions(self.package, module.module, scope)
-            .iter()
-            .filter_map(|callee| self.functions.get(callee))
-            .flat_map(|summary| summary.reaches.iter().copied())
-            .collect()
-    }
 }
 
 fn is_tf_function_decorator(bindings: &Bindings, decorator: &Expr) -> bool {

@@ -64,10 +64,6 @@ impl LineIndex {
         }
     }
 
-    pub fn line_start(&self, line: usize) -> usize {
-        self.line_starts[line]
-    }
-
     pub fn location(&self, text: &str, offset: usize) -> Location {
         let offset = offset.min(text.len());
         let line = self.line_of(offset);

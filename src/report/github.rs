@@ -4,9 +4,8 @@
 
 use std::fmt::Write;
 
-use crate::analysis::package::FileProblemKind;
 use crate::diagnostics::Severity;
-use crate::engine::{RunOutcome, describe_problem};
+use crate::engine::RunOutcome;
 
 /// Escapes a message for a workflow command (GitHub's rules for data).
 fn escape_data(text: &str) -> String {
@@ -31,11 +30,8 @@ fn command(severity: Severity) -> &'static str {
 pub fn render(outcome: &RunOutcome) -> String {
     let mut out = String::new();
     for problem in &outcome.problems {
-        let (severity, message) = describe_problem(problem);
-        let location = match &problem.kind {
-            FileProblemKind::Error(error) => error.location(),
-            FileProblemKind::Empty => None,
-        };
+        let (severity, message, location) =
+            (problem.severity(), problem.message(), problem.location());
         let position = location
             .map(|at| format!(",line={},col={}", at.line, at.column))
             .unwrap_or_default();

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::unified_diff;
-use crate::engine::{LocatedDiagnostic, RunOutcome, describe_problem};
+use crate::engine::{LocatedDiagnostic, RunOutcome};
 
 /// Version of the JSON shape; bumped on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -59,11 +59,8 @@ pub fn render(outcome: &RunOutcome) -> String {
             .problems
             .iter()
             .map(|problem| {
-                let (severity, message) = describe_problem(problem);
-                let location = match &problem.kind {
-                    crate::analysis::package::FileProblemKind::Error(error) => error.location(),
-                    crate::analysis::package::FileProblemKind::Empty => None,
-                };
+                let (severity, message, location) =
+                    (problem.severity(), problem.message(), problem.location());
                 FileError {
                     path: problem.relative_path.clone(),
                     severity: severity.name(),

@@ -3,9 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::analysis::package::FileProblemKind;
 use crate::diagnostics::{CODES, Severity};
-use crate::engine::{RunOutcome, describe_problem};
+use crate::engine::RunOutcome;
 
 fn level(severity: Severity) -> &'static str {
     match severity {
@@ -63,12 +62,11 @@ pub fn render(outcome: &RunOutcome) -> String {
         .problems
         .iter()
         .map(|problem| {
-            let (severity, message) = describe_problem(problem);
+            let (severity, message) = (problem.severity(), problem.message());
             let mut location = json!({
                 "physicalLocation": { "artifactLocation": { "uri": problem.relative_path, "uriBaseId": "%SRCROOT%" } }
             });
-            if let FileProblemKind::Error(error) = &problem.kind
-                && let Some(at) = error.location()
+            if let Some(at) = problem.location()
             {
                 location["physicalLocation"]["region"] = json!({ "startLine": at.line, "startColumn": at.column });
             }
@@ -78,7 +76,7 @@ pub fn render(outcome: &RunOutcome) -> String {
     let file_errors = outcome
         .problems
         .iter()
-        .any(|problem| matches!(problem.kind, FileProblemKind::Error(_)));
+        .any(|problem| problem.severity() == Severity::Error);
     let document = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

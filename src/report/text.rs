@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::unified_diff;
-use crate::engine::{RunOutcome, describe_problem};
+use crate::engine::RunOutcome;
 
 /// What to show besides the diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,11 +20,8 @@ pub enum Detail {
 pub fn render(outcome: &RunOutcome, detail: Detail) -> String {
     let mut out = String::new();
     for problem in &outcome.problems {
-        let (severity, message) = describe_problem(problem);
-        let location = match &problem.kind {
-            crate::analysis::package::FileProblemKind::Error(error) => error.location(),
-            crate::analysis::package::FileProblemKind::Empty => None,
-        };
+        let (severity, message, location) =
+            (problem.severity(), problem.message(), problem.location());
         match location {
             Some(at) => writeln!(
                 out,

@@ -211,6 +211,24 @@ impl<'a> ModuleRewrite<'a> {
         found
     }
 
+    /// Whether `name` is assigned, in `body` (not in nested scopes), a value
+    /// that uses `<horovod>...<attribute>` (`tape = hvd.DistributedGradientTape(tape)`):
+    /// how rules recognise what an earlier run already added.
+    pub fn is_assigned_from_horovod(&self, body: &[Stmt], name: &str, attribute: &str) -> bool {
+        let mut found = false;
+        for_each_statement(body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign.targets.iter().any(
+                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
+                )
+                && self.calls_horovod_attribute(&assign.value, attribute)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
     /// Whether a statement already sits under `if hvd.rank() == 0:`.
     pub fn is_guarded(&self, target: &Stmt) -> bool {
         let target = span(target);
@@ -1365,4 +1383,24 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
             )),
         );
     }
+}
+
+/// Every call of a scope's own statements, with its statement.
+pub fn calls_in_scope<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
+    let mut calls = Vec::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        for call in calls_in_statement(stmt) {
+            calls.push((stmt, call));
+        }
+    });
+    calls
+}
+
+pub fn find_call<'a>(
+    scope: &Scope<'a>,
+    range: &std::ops::Range<usize>,
+) -> Option<(&'a Stmt, &'a ast::ExprCall)> {
+    calls_in_scope(scope)
+        .into_iter()
+        .find(|(_, call)| span(*call) == *range)
 }

@@ -11,8 +11,7 @@
 
 use rustpython_parser::ast::{self, Expr};
 
-use super::common::ModuleRewrite;
-use super::keras::calls_in_scope;
+use super::common::{ModuleRewrite, calls_in_scope, find_call};
 use super::tf1::{
     add_broadcast_hook, canonical_callee, divide_step_keywords, divide_stop_at_step_hooks,
     pin_session_config, rank_zero_directory, tf1_prefix, wrap_optimizers,
@@ -48,10 +47,7 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         .filter(|site| site.pattern == TrainingPattern::Estimator && !site.is_model_function)
     {
         let scope = &module.scopes[site.scope];
-        let Some((_, call)) = calls_in_scope(scope)
-            .into_iter()
-            .find(|(_, call)| span(*call) == site.range)
-        else {
+        let Some((_, call)) = find_call(scope, &site.range) else {
             continue;
         };
         if matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "train")

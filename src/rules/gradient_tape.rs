@@ -23,8 +23,7 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{ModuleRewrite, divide_loop_steps, is_loop, path_to};
-use super::keras::calls_in_scope;
+use super::common::{ModuleRewrite, calls_in_scope, divide_loop_steps, is_loop, path_to};
 use crate::analysis::library;
 use crate::analysis::training::{Scope, TrainingPattern, is_gradient_tape_call};
 use crate::analysis::walk::{for_each_statement, walk_statement_expressions};
@@ -103,19 +102,7 @@ fn wrap_tape(rewrite: &mut ModuleRewrite, scope: &Scope, with: &ast::StmtWith) {
     let Some(tape) = tape_name(scope, with) else {
         return;
     };
-    let mut wrapped = false;
-    for_each_statement(scope.body, false, &mut |stmt| {
-        if let Stmt::Assign(assign) = stmt
-            && assign
-                .targets
-                .iter()
-                .any(|target| matches!(target, Expr::Name(name) if name.id.as_str() == tape))
-            && rewrite.calls_horovod_attribute(&assign.value, "DistributedGradientTape")
-        {
-            wrapped = true;
-        }
-    });
-    if wrapped {
+    if rewrite.is_assigned_from_horovod(scope.body, tape, "DistributedGradientTape") {
         return;
     }
     let line = format!("{tape} = {}.DistributedGradientTape({tape})", rewrite.hvd);

@@ -21,10 +21,10 @@ use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::ModuleRewrite;
+use super::common::{ModuleRewrite, calls_in_scope, find_call};
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
 use crate::analysis::training::{Scope, TrainingPattern};
-use crate::analysis::walk::{calls_in_statement, dotted_name, for_each_statement, keyword};
+use crate::analysis::walk::{dotted_name, for_each_statement, keyword};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -78,26 +78,6 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
             }
         }
     }
-}
-
-/// Every call of a scope's own statements, with its statement.
-pub fn calls_in_scope<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
-    let mut calls = Vec::new();
-    for_each_statement(scope.body, false, &mut |stmt| {
-        for call in calls_in_statement(stmt) {
-            calls.push((stmt, call));
-        }
-    });
-    calls
-}
-
-pub fn find_call<'a>(
-    scope: &Scope<'a>,
-    range: &std::ops::Range<usize>,
-) -> Option<(&'a Stmt, &'a ast::ExprCall)> {
-    calls_in_scope(scope)
-        .into_iter()
-        .find(|(_, call)| span(*call) == *range)
 }
 
 fn broadcast_callbacks(rewrite: &ModuleRewrite) -> [String; 2] {

@@ -9,14 +9,12 @@
 //! Why: the hook broadcasts rank 0's variables once the session has
 //! initialised them; several workers writing one checkpoint directory corrupt it.
 
-use super::common::ModuleRewrite;
-use super::keras::calls_in_scope;
+use super::common::{ModuleRewrite, find_call};
 use super::tf1::{
     add_broadcast_hook, divide_stop_at_step_hooks, pin_session_config, rank_zero_directory,
     tf1_prefix, wrap_optimizers,
 };
 use crate::analysis::training::TrainingPattern;
-use crate::python::parse::span;
 
 pub fn rewrite(rewrite: &mut ModuleRewrite) {
     wrap_optimizers(rewrite);
@@ -27,10 +25,7 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         .filter(|site| site.pattern == TrainingPattern::MonitoredSession)
     {
         let scope = &module.scopes[site.scope];
-        let Some((stmt, call)) = calls_in_scope(scope)
-            .into_iter()
-            .find(|(_, call)| span(*call) == site.range)
-        else {
+        let Some((stmt, call)) = find_call(scope, &site.range) else {
             continue;
         };
         add_broadcast_hook(rewrite, call);

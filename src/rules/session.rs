@@ -17,8 +17,9 @@ use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{ModuleRewrite, divide_loop_steps, is_loop, path_to};
-use super::keras::calls_in_scope;
+use super::common::{
+    ModuleRewrite, calls_in_scope, divide_loop_steps, find_call, is_loop, path_to,
+};
 use super::tf1::{canonical_callee, pin_session_config, tf1_prefix, wrap_optimizers};
 use crate::analysis::training::{Scope, TrainingPattern};
 use crate::analysis::walk::{dotted_name, for_each_statement};
@@ -35,10 +36,7 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         .collect();
     for (number, site) in sessions.iter().enumerate() {
         let scope = &module.scopes[site.scope];
-        let Some((stmt, call)) = calls_in_scope(scope)
-            .into_iter()
-            .find(|(_, call)| span(*call) == site.range)
-        else {
+        let Some((stmt, call)) = find_call(scope, &site.range) else {
             continue;
         };
         let prefix = tf1_prefix(rewrite, &call.func, "Session");

@@ -5,8 +5,7 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::ModuleRewrite;
-use super::keras::calls_in_scope;
+use super::common::{ModuleRewrite, calls_in_scope};
 use crate::analysis::library;
 use crate::analysis::training::{Scope, callee_name};
 use crate::analysis::walk::{dotted_name, for_each_statement, is_scope, keyword};
@@ -75,12 +74,14 @@ fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
             && let [Expr::Name(target)] = assign.targets.as_slice()
         {
             let name = target.id.as_str();
-            if !is_wrapped_later(rewrite, scope, name) && rewrite.owns_its_lines(&span(stmt)) {
+            if !rewrite.is_assigned_from_horovod(scope.body, name, "DistributedOptimizer")
+                && rewrite.owns_its_lines(&span(stmt))
+            {
                 rewrite.insert_after_statement(
                     &span(stmt),
                     &[format!("{name} = {hvd}.DistributedOptimizer({name})")],
                 );
-            } else if !is_wrapped_later(rewrite, scope, name) {
+            } else if !rewrite.is_assigned_from_horovod(scope.body, name, "DistributedOptimizer") {
                 wrap_inline(rewrite, &assign.value);
             }
             return;
@@ -142,23 +143,6 @@ fn wrap_inline(rewrite: &mut ModuleRewrite, expr: &Expr) {
         format!("{}.DistributedOptimizer(", rewrite.hvd),
     ));
     rewrite.edits.push(Edit::insertion(range.end, ")"));
-}
-
-/// Whether `name = hvd.DistributedOptimizer(...)` is assigned in the scope.
-fn is_wrapped_later(rewrite: &ModuleRewrite, scope: &Scope, name: &str) -> bool {
-    let mut wrapped = false;
-    for_each_statement(scope.body, false, &mut |stmt| {
-        if let Stmt::Assign(assign) = stmt
-            && assign
-                .targets
-                .iter()
-                .any(|target| matches!(target, Expr::Name(target) if target.id.as_str() == name))
-            && rewrite.calls_horovod_attribute(&assign.value, "DistributedOptimizer")
-        {
-            wrapped = true;
-        }
-    });
-    wrapped
 }
 
 /// Pins the GPU of a session (or `RunConfig`) built by `call`, inside `statement`:
@@ -258,7 +242,14 @@ pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
                 .edits
                 .push(Edit::insertion(span(list).start + 1, hook)),
         },
-        Some(Expr::Name(name)) if hooks_list_contains_broadcast(rewrite, name.id.as_str()) => {}
+        Some(Expr::Name(name))
+            if rewrite.module.scopes.iter().any(|scope| {
+                rewrite.is_assigned_from_horovod(
+                    scope.body,
+                    name.id.as_str(),
+                    "BroadcastGlobalVariablesHook",
+                )
+            }) => {}
         Some(other) => {
             let text = rewrite.expression_text(other).to_string();
             rewrite
@@ -266,24 +257,6 @@ pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
                 .push(Edit::replacement(span(other), format!("[*{text}, {hook}]")));
         }
     }
-}
-
-/// Whether a hooks list assigned in the module already holds the broadcast hook.
-fn hooks_list_contains_broadcast(rewrite: &ModuleRewrite, name: &str) -> bool {
-    let mut found = false;
-    for scope in &rewrite.module.scopes {
-        for_each_statement(scope.body, false, &mut |stmt| {
-            if let Stmt::Assign(assign) = stmt
-                && assign.targets.iter().any(
-                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
-                )
-                && rewrite.calls_horovod_attribute(&assign.value, "BroadcastGlobalVariablesHook")
-            {
-                found = true;
-            }
-        });
-    }
-    found
 }
 
 /// `dir` -> `dir if hvd.rank() == 0 else None`: only rank 0 writes checkpoints.
