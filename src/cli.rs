@@ -34,6 +34,26 @@ pub enum Command {
     Diff(Options),
     /// Write the rewrite (in place, beside, or to a directory, as configured; atomically).
     Fix(Options),
+    /// Act on a pull request from a GitHub Actions job (the Action runs this): review
+    /// suggestions and a summary comment, or a pull request with the rewrite.
+    Github(GithubArguments),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GithubArguments {
+    /// What to do on a `pull_request` event (`/distribute` commands choose their own).
+    #[arg(long, value_enum, default_value_t = crate::github::Mode::Review)]
+    pub mode: crate::github::Mode,
+    /// Package root (default: GITHUB_WORKSPACE, else the current directory).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Configuration file (default: .distribute.yml at the package root, if present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Exit 1 when a diagnostic of at least this severity exists (default: never; the
+    /// bot reports on the pull request instead of failing the job).
+    #[arg(long, value_enum, default_value_t = FailOn::Never)]
+    pub fail_on: FailOn,
 }
 
 #[derive(Debug, clap::Args)]
@@ -97,6 +117,14 @@ pub fn run(arguments: Arguments) -> Result<i32> {
         Command::Check(options) => (options, Detail::Check),
         Command::Diff(options) => (options, Detail::Diff),
         Command::Fix(options) => (options, Detail::Fix),
+        Command::Github(github) => {
+            return crate::github::run(&crate::github::GithubOptions {
+                mode: github.mode,
+                root: github.root.clone(),
+                config: github.config.clone(),
+                fail_on: github.fail_on.threshold(),
+            });
+        }
     };
     let request = build_request(options)?;
     let root = request.root.clone();

@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;
+pub mod github;
 pub mod python;
 pub mod report;
 pub mod rules;

@@ -120,3 +120,10 @@ pub fn changed_python_files(root: &Path, selection: &Selection) -> Result<Vec<St
     files.dedup();
     Ok(files)
 }
+
+/// The commit HEAD points at, as hex, when `path` is in a repository with one.
+pub fn head_commit(path: &Path) -> Option<String> {
+    let repository = open_repository(path)?;
+    let commit = repository.head().ok()?.peel_to_commit().ok()?;
+    Some(commit.id().to_string())
+}

@@ -1,0 +1,169 @@
+//! Review mode: the parts of the rewrite on lines the pull request changed
+//! become ```suggestion comments of one review; the rest goes in the summary
+//! comment. Re-runs keep suggestions that still apply, delete those that no
+//! longer do, and post a review only for new ones.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::model::{PullRequest, ReviewComment};
+use super::suggestions::{self, DiffLines, Suggestion};
+use super::summary::{FileDiff, RewriteLocation, SUGGESTION_MARKER, Summary};
+use super::{Acted, Analysed, Bot, BotError, normalise};
+use crate::report;
+use crate::workspace::config::OutputMode;
+
+/// Inline suggestions per run, at most (the rest go in the summary).
+const SUGGESTION_LIMIT: usize = 50;
+
+impl Bot {
+    pub(crate) async fn review(
+        &self,
+        pull: &PullRequest,
+        analysed: &Analysed,
+    ) -> Result<Acted, BotError> {
+        let outcome = &analysed.outcome;
+        let diff_lines: HashMap<&str, DiffLines> = analysed
+            .files
+            .iter()
+            .filter_map(|file| {
+                Some((
+                    file.filename.as_str(),
+                    DiffLines::from_patch(file.patch.as_ref()?),
+                ))
+            })
+            .collect();
+        // Suggestions only make sense when the rewrite replaces the file itself.
+        let in_place = matches!(self.config.output, OutputMode::InPlace);
+        let mut wanted: Vec<Suggestion> = Vec::new();
+        let mut rest: Vec<FileDiff> = Vec::new();
+        for module in &outcome.modules {
+            let Some(rewritten) = &module.rewritten else {
+                continue;
+            };
+            let repository_path = self.to_repository_path(&module.relative_path);
+            let lines = diff_lines
+                .get(repository_path.as_str())
+                .filter(|_| in_place);
+            let split = suggestions::split(
+                &repository_path,
+                &module.original,
+                rewritten,
+                lines,
+                SUGGESTION_LIMIT.saturating_sub(wanted.len()),
+            );
+            wanted.extend(split.suggestions);
+            if split.remainder != module.original {
+                rest.push(FileDiff {
+                    path: module.relative_path.clone(),
+                    pattern: module.classification.name(),
+                    diff: report::unified_diff(
+                        &module.relative_path,
+                        &module.original,
+                        &split.remainder,
+                    ),
+                });
+            }
+        }
+
+        let existing: Vec<ReviewComment> = self
+            .client
+            .get_all(
+                &format!("{}/pulls/{}/comments", self.repository_path, pull.number),
+                50,
+            )
+            .await?;
+        let existing: Vec<ReviewComment> = existing
+            .into_iter()
+            .filter(|comment| comment.body.contains(SUGGESTION_MARKER))
+            .collect();
+        let same = |comment: &ReviewComment, suggestion: &Suggestion| {
+            comment.path == suggestion.path
+                && comment.line == Some(suggestion.line)
+                && comment.start_line == suggestion.start_line
+                && normalise(&comment.body) == normalise(&suggestion.body(SUGGESTION_MARKER))
+        };
+        for stale in existing
+            .iter()
+            .filter(|comment| !wanted.iter().any(|suggestion| same(comment, suggestion)))
+        {
+            self.client
+                .delete(&format!(
+                    "{}/pulls/comments/{}",
+                    self.repository_path, stale.id
+                ))
+                .await?;
+        }
+        let new: Vec<&Suggestion> = wanted
+            .iter()
+            .filter(|suggestion| !existing.iter().any(|comment| same(comment, suggestion)))
+            .collect();
+
+        let mut notes = analysed.notes.clone();
+        let mut posted = wanted.len();
+        if !new.is_empty() {
+            let comments: Vec<serde_json::Value> = new
+                .iter()
+                .map(|suggestion| {
+                    let mut comment = json!({
+                        "path": suggestion.path,
+                        "line": suggestion.line,
+                        "side": "RIGHT",
+                        "body": suggestion.body(SUGGESTION_MARKER),
+                    });
+                    if let Some(start_line) = suggestion.start_line {
+                        comment["start_line"] = json!(start_line);
+                        comment["start_side"] = json!("RIGHT");
+                    }
+                    comment
+                })
+                .collect();
+            let body = format!(
+                "distribute: {} suggestion{} for training with Horovod; the summary comment has the diagnostics and the rest of the rewrite.",
+                new.len(),
+                if new.len() == 1 { "" } else { "s" }
+            );
+            let result: Result<serde_json::Value, _> = self
+                .client
+                .post(
+                    &format!("{}/pulls/{}/reviews", self.repository_path, pull.number),
+                    &json!({
+                        "commit_id": pull.head.sha,
+                        "body": body,
+                        "event": "COMMENT",
+                        "comments": comments,
+                    }),
+                )
+                .await;
+            match result {
+                Ok(_) => {}
+                // GitHub did not place a comment in the diff (the checkout and
+                // the pull request disagree): show the whole rewrite instead.
+                Err(error) if error.status() == Some(http::StatusCode::UNPROCESSABLE_ENTITY) => {
+                    notes.push(format!(
+                        "GitHub refused the review suggestions ({error}); the whole rewrite is below."
+                    ));
+                    posted = wanted.len() - new.len();
+                    rest = Self::file_diffs(outcome);
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+
+        let summary = Summary {
+            outcome,
+            head_sha: &pull.head.sha,
+            rewrite: RewriteLocation::Review {
+                suggestions: posted,
+                rest,
+            },
+            notes,
+        };
+        self.upsert_summary(pull.number, &summary).await?;
+        Ok(Acted {
+            job_summary: summary.job_summary(),
+            pull_request: None,
+        })
+    }
+}
