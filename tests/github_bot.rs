@@ -219,6 +219,26 @@ fn run_bot(
     token: &str,
     arguments: &[&str],
 ) -> Run {
+    run_bot_with(
+        emulator,
+        workspace,
+        event_name,
+        payload,
+        token,
+        arguments,
+        &[],
+    )
+}
+
+fn run_bot_with(
+    emulator: &Emulator,
+    workspace: &Path,
+    event_name: &str,
+    payload: &Value,
+    token: &str,
+    arguments: &[&str],
+    environment: &[(&str, &str)],
+) -> Run {
     let job = tempfile::tempdir().unwrap();
     let event_path = job.path().join("event.json");
     std::fs::write(&event_path, serde_json::to_string(payload).unwrap()).unwrap();
@@ -241,6 +261,7 @@ fn run_bot(
         .env("GITHUB_STEP_SUMMARY", &summary_path)
         .env("GITHUB_OUTPUT", &output_path)
         .env("GITHUB_WORKSPACE", workspace)
+        .envs(environment.iter().copied())
         .output()
         .unwrap();
     let run = Run {
@@ -875,14 +896,23 @@ fn a_server_error_then_success_is_retried_without_duplicating() {
 }
 
 #[test]
-fn rate_limits_with_retry_after_are_waited_out() {
+fn rate_limits_with_retry_after_or_a_reset_time_are_waited_out() {
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), REPOSITORY));
+    let reset = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 1;
     emulator.inject_faults(json!([
         {"method": "GET", "path": "^/repos/[^/]+/[^/]+/pulls/\\d+/files$", "status": 403, "times": 1,
          "headers": {"retry-after": "1"}, "body": {"message": "You have exceeded a secondary rate limit."}},
         {"method": "POST", "path": "^/repos/[^/]+/[^/]+/pulls/\\d+/reviews$", "status": 429, "times": 1,
          "headers": {"retry-after": "1"}, "body": {"message": "Too many requests"}},
+        // The primary limit: no retry-after, the reset time instead.
+        {"method": "GET", "path": "^/repos/[^/]+/[^/]+/issues/\\d+/comments$", "status": 403, "times": 1,
+         "headers": {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset.to_string()},
+         "body": {"message": "API rate limit exceeded for installation ID 1."}},
     ]));
     let started = std::time::Instant::now();
     let run = run_bot(
@@ -901,6 +931,37 @@ fn rate_limits_with_retry_after_are_waited_out() {
     assert_eq!(items(&state, "reviews").len(), 1);
     assert_eq!(summaries(&state).len(), 1);
     assert_eq!(requests(&state, "POST", "/reviews").len(), 2);
+    assert_eq!(requests(&state, "GET", "/files").len(), 2);
+    let comment_listings: Vec<&Value> =
+        requests(&state, "GET", &format!("/issues/{PULL}/comments"))
+            .iter()
+            .map(|request| &request["status"])
+            .collect();
+    assert_eq!(comment_listings, [&json!(403), &json!(200)]);
+}
+
+#[test]
+fn a_request_that_times_out_is_retried() {
+    let emulator = Emulator::start();
+    emulator.seed(seed(optimizer_change_files(), REPOSITORY));
+    emulator.inject_faults(json!([
+        {"method": "GET", "path": "^/repos/[^/]+/[^/]+/pulls/\\d+/files$", "delay_ms": 3000, "times": 1},
+    ]));
+    let run = run_bot_with(
+        &emulator,
+        workspace().path(),
+        "pull_request",
+        &pull_request_event(&emulator, "opened"),
+        WRITE_TOKEN,
+        &["--mode", "review"],
+        &[("DISTRIBUTE_GITHUB_TIMEOUT_SECONDS", "1")],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("timed out; retrying"), "{}", run.stderr);
+    let state = emulator.state();
+    assert_clean(&state);
+    assert_eq!(summaries(&state).len(), 1);
+    assert_eq!(items(&state, "reviews").len(), 1);
 }
 
 #[test]
@@ -974,5 +1035,126 @@ fn a_pull_request_with_hundreds_of_files_and_one_too_large_to_comment_on() {
     assert!(
         body.contains("+    optimizer = hvd.DistributedOptimizer(optimizer)"),
         "{body}"
+    );
+}
+
+#[test]
+fn comment_mode_puts_the_whole_rewrite_in_the_summary() {
+    let emulator = Emulator::start();
+    emulator.seed(seed(optimizer_change_files(), REPOSITORY));
+    let run = run_bot(
+        &emulator,
+        workspace().path(),
+        "pull_request",
+        &pull_request_event(&emulator, "opened"),
+        WRITE_TOKEN,
+        &["--mode", "comment"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let state = emulator.state();
+    assert_clean(&state);
+    assert!(items(&state, "reviews").is_empty());
+    let summary = summaries(&state);
+    assert_eq!(summary.len(), 1);
+    let body = summary[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains("+    optimizer = hvd.DistributedOptimizer(optimizer)"),
+        "{body}"
+    );
+    assert!(body.contains("+hvd.init()"), "{body}");
+}
+
+#[test]
+fn when_actions_may_not_open_pull_requests_the_branch_is_pushed_and_the_summary_says_so() {
+    let emulator = Emulator::start();
+    let mut state = seed(optimizer_change_files(), REPOSITORY);
+    state["repos"][0]["actions_can_create_and_approve_prs"] = json!(false);
+    emulator.seed(state);
+    let run = run_bot(
+        &emulator,
+        workspace().path(),
+        "pull_request",
+        &pull_request_event(&emulator, "opened"),
+        WRITE_TOKEN,
+        &["--mode", "pull-request"],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let state = emulator.state();
+    assert_clean(&state);
+    assert!(bot_pulls(&state).is_empty());
+    assert!(state["refs"][REPOSITORY][format!("refs/heads/distribute/pr-{PULL}")].is_string());
+    let summary = summaries(&state);
+    assert_eq!(summary.len(), 1);
+    let body = summary[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains("Allow GitHub Actions to create and approve pull requests"),
+        "{body}"
+    );
+    assert!(body.contains(&format!("distribute/pr-{PULL}")), "{body}");
+    assert_eq!(run.output("pull-request"), Some(""));
+}
+
+#[test]
+fn the_bot_pull_request_is_closed_once_nothing_is_left_to_rewrite() {
+    let emulator = Emulator::start();
+    emulator.seed(seed(optimizer_change_files(), REPOSITORY));
+    let workspace = workspace();
+    let first = run_bot(
+        &emulator,
+        workspace.path(),
+        "pull_request",
+        &pull_request_event(&emulator, "opened"),
+        WRITE_TOKEN,
+        &["--mode", "pull-request"],
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(bot_pulls(&emulator.state())[0]["state"], "open");
+
+    // The author merges the rewrite: the next push has nothing left to rewrite.
+    let fix = Command::new(env!("CARGO_BIN_EXE_distribute"))
+        .args(["fix", "--root"])
+        .arg(workspace.path())
+        .output()
+        .unwrap();
+    assert_eq!(fix.status.code(), Some(1));
+    let again = run_bot(
+        &emulator,
+        workspace.path(),
+        "pull_request",
+        &pull_request_event(&emulator, "synchronize"),
+        WRITE_TOKEN,
+        &["--mode", "pull-request"],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let state = emulator.state();
+    assert_clean(&state);
+    let pulls = bot_pulls(&state);
+    assert_eq!(pulls.len(), 1);
+    assert_eq!(pulls[0]["state"], "closed");
+    let summary = summaries(&state);
+    assert_eq!(summary.len(), 1);
+    assert!(
+        !summary[0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("The rewrite is in"),
+        "{}",
+        summary[0]["body"]
+    );
+    assert_eq!(again.output("rewritten-files"), Some("0"));
+}
+
+#[test]
+fn the_emulator_passes_its_own_checks() {
+    setup_tools();
+    let output = Command::new("node")
+        .arg(repository_root().join("tests/github/emulator/selftest.mjs"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
 }

@@ -41,6 +41,28 @@ pub struct RetryPolicy {
     pub timeout: Duration,
 }
 
+impl RetryPolicy {
+    /// The defaults, with the per-request timeout from
+    /// `DISTRIBUTE_GITHUB_TIMEOUT_SECONDS` when set (for slow GitHub Enterprise servers).
+    pub fn from_environment() -> anyhow::Result<RetryPolicy> {
+        let mut policy = RetryPolicy::default();
+        if let Ok(text) = std::env::var("DISTRIBUTE_GITHUB_TIMEOUT_SECONDS") {
+            let seconds: f64 = text
+                .trim()
+                .parse()
+                .ok()
+                .filter(|seconds: &f64| *seconds > 0.0 && seconds.is_finite())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "DISTRIBUTE_GITHUB_TIMEOUT_SECONDS={text:?}: expected a positive number of seconds"
+                    )
+                })?;
+            policy.timeout = Duration::from_secs_f64(seconds);
+        }
+        Ok(policy)
+    }
+}
+
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
@@ -225,8 +247,8 @@ impl GitHubClient {
                 body,
             })
         };
-        // The connect/read timeouts cover each phase; this bounds the whole.
-        tokio::time::timeout(self.retry.timeout * 2, request)
+        // octocrab's connect/read timeouts cover each phase; this bounds the whole.
+        tokio::time::timeout(self.retry.timeout, request)
             .await
             .unwrap_or_else(|_| Err("timed out".to_string()))
     }

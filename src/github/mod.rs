@@ -78,7 +78,11 @@ pub fn run(options: &GithubOptions) -> Result<i32> {
         .context("starting the async runtime")?
         .block_on(async {
             // octocrab spawns its connection worker: build it inside the runtime.
-            let client = GitHubClient::new(&environment.api_url, token, RetryPolicy::default())?;
+            let client = GitHubClient::new(
+                &environment.api_url,
+                token,
+                RetryPolicy::from_environment()?,
+            )?;
             let bot = Bot {
                 client,
                 environment,
