@@ -18,12 +18,20 @@ const PULL_REQUEST_MARKER: &str = "<!-- distribute:pull-request -->";
 #[derive(Deserialize)]
 struct OpenPullRequest {
     number: u64,
+    head: BranchName,
+    base: BranchName,
     #[serde(default)]
     html_url: Option<String>,
     #[serde(default)]
     title: Option<String>,
     #[serde(default)]
     body: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct BranchName {
+    #[serde(rename = "ref")]
+    branch: String,
 }
 
 impl Bot {
@@ -51,7 +59,11 @@ impl Bot {
                 1,
             )
             .await?;
-        let existing = open.into_iter().next();
+        // The filters are the server's; checking them again here keeps the
+        // bot from ever editing someone else's pull request.
+        let existing = open.into_iter().find(|candidate| {
+            candidate.head.branch == branch && candidate.base.branch == pull.head.branch
+        });
 
         let files: Vec<(String, &str, &'static str)> = outcome
             .modules
