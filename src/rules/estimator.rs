@@ -13,8 +13,9 @@ use rustpython_parser::ast::{self, Expr};
 
 use super::common::{ModuleRewrite, calls_in_scope, find_call};
 use super::tf1::{
-    add_broadcast_hook, canonical_callee, divide_step_keywords, divide_stop_at_step_hooks,
-    pin_session_config, rank_zero_directory, tf1_prefix, wrap_optimizers,
+    add_broadcast_hook, canonical_callee, config_proto_prefix, divide_step_keywords,
+    divide_stop_at_step_hooks, pin_session_config, rank_zero_directory, tf1_prefix,
+    wrap_optimizers,
 };
 use crate::analysis::training::{
     Scope, TrainingPattern, callee_name, creates_estimator, model_function_argument,
@@ -34,6 +35,7 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
             } else if callee.as_deref() == Some("tensorflow.estimator.RunConfig") {
                 rank_zero_directory(rewrite, call, "model_dir");
                 let prefix = tf1_prefix(rewrite, &call.func, "estimator.RunConfig");
+                let prefix = config_proto_prefix(rewrite, &prefix);
                 pin_session_config(rewrite, scope, stmt, call, "session_config", &prefix);
             } else if callee.as_deref() == Some("tensorflow.estimator.TrainSpec") {
                 add_broadcast_hook(rewrite, call);
@@ -95,10 +97,11 @@ fn rewrite_estimator_construction(
     // Pin the GPU through the RunConfig; create one when the Estimator has none.
     if keyword(call, "config").is_none() {
         let prefix = tf1_prefix(rewrite, &call.func, "estimator.Estimator");
+        let config_prefix = config_proto_prefix(rewrite, &prefix);
         let config = rewrite.fresh(&["config", "session_config"]);
         let run_config = rewrite.fresh(&["run_config", "hvd_run_config"]);
         let lines = [
-            format!("{config} = {prefix}.ConfigProto()"),
+            format!("{config} = {config_prefix}.ConfigProto()"),
             format!(
                 "{config}.gpu_options.visible_device_list = str({})",
                 rewrite.horovod_call("local_rank")

@@ -41,8 +41,31 @@ pub fn tf1_prefix(rewrite: &ModuleRewrite, func: &Expr, suffix: &str) -> String 
     {
         return prefix.to_string();
     }
+    compat_v1_name(rewrite)
+}
+
+/// Where `ConfigProto` is for an API that TF2 kept (`tf.estimator`): under the
+/// call's prefix only when that is `compat.v1`, else under `tf.compat.v1`
+/// (there since TF 1.13), since TF2 has no `tf.ConfigProto`.
+pub fn config_proto_prefix(rewrite: &ModuleRewrite, call_prefix: &str) -> String {
     let bindings = &rewrite.module.module.bindings;
-    bindings
+    let is_compat = call_prefix.ends_with("compat.v1")
+        || bindings.iter().any(|(name, binding)| {
+            name == call_prefix && binding.qualified == "tensorflow.compat.v1"
+        });
+    if is_compat {
+        call_prefix.to_string()
+    } else {
+        compat_v1_name(rewrite)
+    }
+}
+
+/// The module's name for `tensorflow.compat.v1`, or `<tf>.compat.v1`.
+fn compat_v1_name(rewrite: &ModuleRewrite) -> String {
+    rewrite
+        .module
+        .module
+        .bindings
         .iter()
         .filter(|(_, binding)| binding.qualified == "tensorflow.compat.v1")
         .map(|(name, _)| name.clone())
