@@ -1,0 +1,475 @@
+//! End to end: the rewrites train under real Horovod with two workers.
+//!
+//! Each case in `tests/e2e/<case>/` is a small single-GPU training package (synthetic
+//! data, a few dozen steps, weights from an unseeded initialiser). Its `train.py` writes
+//! `result-<HOROVOD_RANK or "single">.json` into `$RESULT_DIR` holding a checksum of the
+//! final trainable weights and the number of training steps the process ran. Its
+//! `e2e.json` (harness metadata) holds `{"steps": N}` when the script has a step count
+//! the rewrite must divide, else `{"steps": null}`.
+//!
+//! Per case: the package runs once as written, single-process (it must work and, when N
+//! is set, run N steps); a fresh copy is rewritten with `distribute fix`; the copy runs
+//! under `horovodrun -np 2 --gloo`. Both workers must exit 0 within the time limit (a
+//! deadlock fails, it does not hang the suite), their checksums must agree, and each
+//! must have run at most ceil(N/2) steps.
+//!
+//! The Horovod environment (TensorFlow-CPU 2.12.1, Horovod 0.28.1 with Gloo) is created
+//! by `scripts/setup-horovod` when missing: a few minutes, once. These tests are never
+//! skipped unless `DISTRIBUTE_SKIP_HOROVOD=1` is set, which is for quick local loops
+//! only; CI must not set it (and the tests fail when it is set together with `CI`).
+//!
+//! One training runs at a time (the cases share a static lock): the workers need the
+//! machine's cores.
+
+mod support;
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A run longer than this is a deadlock or a hang: the run's processes are killed.
+const TIME_LIMIT: Duration = Duration::from_secs(240);
+/// Two checksums agree when |a - b| <= CHECKSUM_TOLERANCE (identical weights give
+/// identical checksums; the tolerance only absorbs float summation order).
+const CHECKSUM_TOLERANCE: f64 = 1e-3;
+const SKIP_VARIABLE: &str = "DISTRIBUTE_SKIP_HOROVOD";
+
+static ONE_TRAINING_AT_A_TIME: Mutex<()> = Mutex::new(());
+static ENVIRONMENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+macro_rules! e2e_cases {
+    ($($case:ident),* $(,)?) => {
+        const CASES: &[&str] = &[$(stringify!($case)),*];
+        $(
+            #[test]
+            fn $case() {
+                run_case(stringify!($case));
+            }
+        )*
+    };
+}
+
+e2e_cases!(
+    keras_optimizer_object,
+    keras_string_optimizer,
+    keras_model_from_module,
+    keras_callbacks,
+    tape_loop,
+    tape_tf_function,
+    tape_manual_variables,
+    tf1_session,
+    tf1_monitored_session,
+    tf1_estimator,
+);
+
+#[test]
+fn every_case_directory_has_a_test() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(repository_root().join("tests/e2e"))
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.file_type().unwrap().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = CASES.iter().map(|case| case.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        on_disk, listed,
+        "tests/e2e/<case> directories and e2e_cases! differ"
+    );
+}
+
+fn repository_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `HOROVOD_VENV` as `scripts/setup-horovod` reads it (relative to the repository root).
+fn environment_directory() -> PathBuf {
+    let venv = std::env::var_os("HOROVOD_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/horovod-venv"));
+    repository_root().join(venv)
+}
+
+/// Runs `scripts/setup-horovod` once per test process (it returns at once when the
+/// environment is ready, and serializes concurrent test binaries with a lock).
+fn horovod_environment() -> PathBuf {
+    ENVIRONMENT
+        .get_or_init(|| {
+            let output = Command::new(repository_root().join("scripts/setup-horovod"))
+                .current_dir(repository_root())
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|error| format!("scripts/setup-horovod does not start: {error}"))?;
+            if !output.status.success() {
+                return Err(format!(
+                    "scripts/setup-horovod failed ({}):\n{}{}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stdout),
+                    tail(&String::from_utf8_lossy(&output.stderr), 60)
+                ));
+            }
+            Ok(environment_directory())
+        })
+        .clone()
+        .unwrap_or_else(|error| panic!("{error}"))
+}
+
+fn skip_requested() -> bool {
+    let skip = std::env::var(SKIP_VARIABLE).is_ok_and(|value| value == "1");
+    if skip && std::env::var_os("CI").is_some() {
+        panic!("{SKIP_VARIABLE}=1 is for quick local loops only: CI must run the Horovod tests");
+    }
+    skip
+}
+
+struct Run {
+    /// None: killed at the time limit.
+    status: Option<ExitStatus>,
+    seconds: f64,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn succeeded(&self) -> bool {
+        self.status.is_some_and(|status| status.success())
+    }
+
+    fn outcome(&self) -> String {
+        match self.status {
+            Some(status) => format!("{status} after {:.1} s", self.seconds),
+            None => format!(
+                "deadlock or hang: killed after the {} s time limit",
+                TIME_LIMIT.as_secs()
+            ),
+        }
+    }
+
+    fn tails(&self) -> String {
+        format!(
+            "--- stdout (last lines) ---\n{}\n--- stderr (last lines) ---\n{}",
+            tail(&self.stdout, 40),
+            tail(&self.stderr, 80)
+        )
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Runs `command` in its own process group with its output in `logs/<name>.*`; at the
+/// time limit its whole process tree is killed (Horovod starts workers in sessions of
+/// their own, so the tree is collected before anything is killed).
+fn run_limited(mut command: Command, logs: &Path, name: &str) -> Run {
+    let stdout_path = logs.join(format!("{name}.stdout"));
+    let stderr_path = logs.join(format!("{name}.stderr"));
+    command
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout_path).unwrap())
+        .stderr(File::create(&stderr_path).unwrap())
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|error| panic!("{name}: {command:?} does not start: {error}"));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > TIME_LIMIT {
+            kill_tree(child.id());
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    Run {
+        status,
+        seconds,
+        stdout: String::from_utf8_lossy(&std::fs::read(&stdout_path).unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&std::fs::read(&stderr_path).unwrap()).into_owned(),
+    }
+}
+
+/// The pids of `root`'s descendants, read from /proc.
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let Some(after_comm) = stat.rfind(')').map(|end| &stat[end + 1..]) else {
+            continue;
+        };
+        if let Some(ppid) = after_comm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+        {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut index = 0;
+    while index < found.len() {
+        let parent = found[index];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, ppid)| *ppid == parent)
+                .map(|(pid, _)| *pid),
+        );
+        index += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn kill_tree(root: u32) {
+    let tree = descendants(root);
+    let signal = |name: &str, targets: Vec<String>| {
+        let _ = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg("--")
+            .args(targets)
+            .stderr(Stdio::null())
+            .status();
+    };
+    let mut targets: Vec<String> = vec![format!("-{root}")];
+    targets.extend(tree.iter().map(u32::to_string));
+    signal("TERM", targets.clone());
+    std::thread::sleep(Duration::from_secs(3));
+    signal("KILL", targets);
+}
+
+#[derive(Debug)]
+struct RunResult {
+    checksum: f64,
+    steps: u64,
+}
+
+fn read_result(path: &Path) -> Result<RunResult, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("{} was not written: {error}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| format!("{}: not JSON ({error}): {text}", path.display()))?;
+    let checksum = value["checksum"]
+        .as_f64()
+        .ok_or_else(|| format!("{}: no numeric checksum: {text}", path.display()))?;
+    let steps = value["steps"]
+        .as_u64()
+        .ok_or_else(|| format!("{}: no integer steps: {text}", path.display()))?;
+    if !checksum.is_finite() {
+        return Err(format!(
+            "{}: checksum is not finite: {text}",
+            path.display()
+        ));
+    }
+    Ok(RunResult { checksum, steps })
+}
+
+fn checksums_agree(a: f64, b: f64) -> bool {
+    (a - b).abs() <= CHECKSUM_TOLERANCE
+}
+
+/// The command's environment: the venv first on PATH, unbuffered Python, no Horovod
+/// variables inherited from the caller, TensorFlow's INFO logs off.
+fn python_command(program: &Path, venv: &Path, directory: &Path, results: &Path) -> Command {
+    let mut command = Command::new(program);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![venv.join("bin")];
+    paths.extend(std::env::split_paths(&path));
+    command
+        .current_dir(directory)
+        .env("PATH", std::env::join_paths(paths).unwrap())
+        .env("RESULT_DIR", results)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("TF_CPP_MIN_LOG_LEVEL", "1")
+        .env_remove("PYTHONPATH")
+        .env_remove("VIRTUAL_ENV");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("HOROVOD_") {
+            command.env_remove(key);
+        }
+    }
+    command
+}
+
+fn expected_steps(case_directory: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(case_directory.join("e2e.json")).unwrap();
+    let metadata: serde_json::Value = serde_json::from_str(&text).unwrap();
+    match &metadata["steps"] {
+        serde_json::Value::Null => None,
+        steps => Some(
+            steps
+                .as_u64()
+                .expect("e2e.json: steps is an integer or null"),
+        ),
+    }
+}
+
+/// Copies the case's package (without the harness metadata) to `to`.
+fn copy_package(case_directory: &Path, to: &Path) {
+    support::copy_tree(case_directory, to);
+    std::fs::remove_file(to.join("e2e.json")).unwrap();
+}
+
+fn run_case(case: &str) {
+    if skip_requested() {
+        eprintln!(
+            "e2e {case}: skipped ({SKIP_VARIABLE}=1, for quick local loops only; CI never sets it)"
+        );
+        return;
+    }
+    let venv = horovod_environment();
+    let _one_at_a_time: MutexGuard<()> = ONE_TRAINING_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+
+    let case_directory = repository_root().join("tests/e2e").join(case);
+    let steps = expected_steps(&case_directory);
+    let python = venv.join("bin/python");
+    let horovodrun = venv.join("bin/horovodrun");
+
+    // Two copies: the single run leaves checkpoints behind, from which a
+    // MonitoredTrainingSession or an Estimator would resume.
+    let scratch = tempfile::tempdir().unwrap();
+    let single = scratch.path().join("single");
+    let distributed = scratch.path().join("distributed");
+    let logs = scratch.path().join("logs");
+    let single_results = scratch.path().join("results-single");
+    let distributed_results = scratch.path().join("results-distributed");
+    for directory in [&logs, &single_results, &distributed_results] {
+        std::fs::create_dir_all(directory).unwrap();
+    }
+    copy_package(&case_directory, &single);
+    copy_package(&case_directory, &distributed);
+
+    // 1. As written, one process.
+    let mut command = python_command(&python, &venv, &single, &single_results);
+    command.arg("train.py");
+    let single_run = run_limited(command, &logs, "single");
+    assert!(
+        single_run.succeeded(),
+        "e2e {case}: the script as written fails single-process: {}\n{}",
+        single_run.outcome(),
+        single_run.tails()
+    );
+    let single_result = read_result(&single_results.join("result-single.json"))
+        .unwrap_or_else(|error| panic!("e2e {case}: single run: {error}\n{}", single_run.tails()));
+    if let Some(n) = steps {
+        assert_eq!(
+            single_result.steps, n,
+            "e2e {case}: the script as written ran {} steps, e2e.json says {n}",
+            single_result.steps
+        );
+    }
+
+    // 2. The rewrite.
+    let tool = env!("CARGO_BIN_EXE_distribute");
+    let diff = Command::new(tool)
+        .args(["diff", "--root"])
+        .arg(&distributed)
+        .output()
+        .unwrap();
+    let diff = format!(
+        "{}{}",
+        String::from_utf8_lossy(&diff.stdout),
+        String::from_utf8_lossy(&diff.stderr)
+    );
+    let fix = Command::new(tool)
+        .args(["fix", "--root"])
+        .arg(&distributed)
+        .output()
+        .unwrap();
+    assert_eq!(
+        fix.status.code(),
+        Some(1),
+        "e2e {case}: `distribute fix` should change files (exit 1):\n{}{}",
+        String::from_utf8_lossy(&fix.stdout),
+        String::from_utf8_lossy(&fix.stderr)
+    );
+
+    // 3. Two workers.
+    let mut command = python_command(&horovodrun, &venv, &distributed, &distributed_results);
+    command
+        .args(["-np", "2", "-H", "localhost:2", "--gloo"])
+        .arg(&python)
+        .arg("train.py");
+    let distributed_run = run_limited(command, &logs, "two-workers");
+    let context = |problem: String| -> String {
+        format!(
+            "e2e {case}: {problem}\n=== the rewrite (distribute diff) ===\n{diff}\n=== two-worker run: {} ===\n{}",
+            distributed_run.outcome(),
+            distributed_run.tails()
+        )
+    };
+    let results: Vec<Result<RunResult, String>> = (0..2)
+        .map(|rank| read_result(&distributed_results.join(format!("result-{rank}.json"))))
+        .collect();
+    let reported = |rank: usize, field: fn(&RunResult) -> String| {
+        results[rank].as_ref().map_or("-".to_string(), field)
+    };
+    println!(
+        "e2e {case}: single {:.1} s, two workers {:.1} s ({}; steps: single {}, rank 0 {}, rank 1 {}{}; checksums {} / {})",
+        single_run.seconds,
+        distributed_run.seconds,
+        if distributed_run.succeeded() {
+            "exit 0".to_string()
+        } else {
+            distributed_run.outcome()
+        },
+        single_result.steps,
+        reported(0, |result| result.steps.to_string()),
+        reported(1, |result| result.steps.to_string()),
+        steps.map_or(String::new(), |n| format!(", limit {}", n.div_ceil(2))),
+        reported(0, |result| result.checksum.to_string()),
+        reported(1, |result| result.checksum.to_string()),
+    );
+    assert!(
+        distributed_run.succeeded(),
+        "{}",
+        context("the rewritten script fails with two workers".into())
+    );
+    let results: Vec<RunResult> = results
+        .into_iter()
+        .map(|result| result.unwrap_or_else(|error| panic!("{}", context(error))))
+        .collect();
+    assert!(
+        checksums_agree(results[0].checksum, results[1].checksum),
+        "{}",
+        context(format!(
+            "the workers' final weights disagree: checksum {} on rank 0, {} on rank 1",
+            results[0].checksum, results[1].checksum
+        ))
+    );
+    for (rank, result) in results.iter().enumerate() {
+        assert!(
+            result.steps > 0,
+            "{}",
+            context(format!("rank {rank} ran no training step"))
+        );
+        if let Some(n) = steps {
+            assert!(
+                result.steps <= n.div_ceil(2),
+                "{}",
+                context(format!(
+                    "work is not split: rank {rank} ran {} steps, at most ceil({n}/2) = {} expected",
+                    result.steps,
+                    n.div_ceil(2)
+                ))
+            );
+        }
+    }
+}
