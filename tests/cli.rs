@@ -278,3 +278,26 @@ fn deep_nesting_and_huge_files_do_not_crash() {
             .contains("hvd.init()")
     );
 }
+
+/// `examples/mnist_keras_horovod` (what `scripts/demo-horovod` trains) is the
+/// current rewrite of `examples/mnist_keras`: regenerate it when the rules change.
+#[test]
+fn shipped_demo_is_the_current_rewrite_of_the_example() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(&examples.join("mnist_keras"), scratch.path());
+    let run = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    for name in ["__init__.py", "data.py", "model.py", "train.py"] {
+        let relative = format!("mnist_keras/{name}");
+        let rewritten = std::fs::read_to_string(scratch.path().join(&relative)).unwrap();
+        let shipped =
+            std::fs::read_to_string(examples.join("mnist_keras_horovod").join(&relative)).unwrap();
+        assert!(
+            rewritten == shipped,
+            "examples/mnist_keras_horovod/{relative} is not the current rewrite; regenerate it: \
+             cp -r examples/mnist_keras/mnist_keras examples/mnist_keras_horovod/ && \
+             distribute fix --root examples/mnist_keras_horovod"
+        );
+    }
+}
