@@ -285,6 +285,37 @@ fn run_bot_with(
     run
 }
 
+/// A `pull_request` event with `action` for #7, handled in `mode`.
+fn on_pull_request(
+    emulator: &Emulator,
+    workspace: &Path,
+    action: &str,
+    token: &str,
+    mode: &str,
+) -> Run {
+    let event = pull_request_event(emulator, action);
+    run_bot(
+        emulator,
+        workspace,
+        "pull_request",
+        &event,
+        token,
+        &["--mode", mode],
+    )
+}
+
+/// An `issue_comment` event, handled with the action's default options.
+fn on_comment(emulator: &Emulator, workspace: &Path, event: &Value) -> Run {
+    run_bot(
+        emulator,
+        workspace,
+        "issue_comment",
+        event,
+        WRITE_TOKEN,
+        &[],
+    )
+}
+
 fn pull_request_event(emulator: &Emulator, action: &str) -> Value {
     emulator.event(&format!(
         "name=pull_request&repo={REPOSITORY}&number={PULL}&action={action}"
@@ -390,16 +421,8 @@ fn review_mode_posts_one_summary_and_suggestions_on_changed_lines_and_a_rerun_ad
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), REPOSITORY));
     let workspace = workspace();
-    let event = pull_request_event(&emulator, "opened");
 
-    let first = run_bot(
-        &emulator,
-        workspace.path(),
-        "pull_request",
-        &event,
-        WRITE_TOKEN,
-        &["--mode", "review"],
-    );
+    let first = on_pull_request(&emulator, workspace.path(), "opened", WRITE_TOKEN, "review");
     assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
     let state = emulator.state();
     assert_clean(&state);
@@ -456,13 +479,12 @@ fn review_mode_posts_one_summary_and_suggestions_on_changed_lines_and_a_rerun_ad
 
     // A re-run (a synchronize with the same code) changes nothing: no new comment, review or edit.
     let requests_before = items(&state, "requests").len();
-    let again = run_bot(
+    let again = on_pull_request(
         &emulator,
         workspace.path(),
-        "pull_request",
-        &pull_request_event(&emulator, "synchronize"),
+        "synchronize",
         WRITE_TOKEN,
-        &["--mode", "review"],
+        "review",
     );
     assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
     let state = emulator.state();
@@ -488,15 +510,7 @@ fn review_suggestions_that_no_longer_apply_are_deleted() {
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), REPOSITORY));
     let workspace = workspace();
-    let event = pull_request_event(&emulator, "opened");
-    let first = run_bot(
-        &emulator,
-        workspace.path(),
-        "pull_request",
-        &event,
-        WRITE_TOKEN,
-        &["--mode", "review"],
-    );
+    let first = on_pull_request(&emulator, workspace.path(), "opened", WRITE_TOKEN, "review");
     assert_eq!(first.code, 0, "{}", first.stderr);
     assert_eq!(items(&emulator.state(), "review_comments").len(), 1);
 
@@ -509,13 +523,12 @@ fn review_suggestions_that_no_longer_apply_are_deleted() {
     );
     assert_ne!(distributed, source);
     std::fs::write(&train, distributed).unwrap();
-    let again = run_bot(
+    let again = on_pull_request(
         &emulator,
         workspace.path(),
-        "pull_request",
-        &pull_request_event(&emulator, "synchronize"),
+        "synchronize",
         WRITE_TOKEN,
-        &["--mode", "review"],
+        "review",
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
     let state = emulator.state();
@@ -534,14 +547,12 @@ fn pull_request_mode_opens_one_pull_request_and_a_rerun_updates_nothing() {
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), REPOSITORY));
     let workspace = workspace();
-    let event = pull_request_event(&emulator, "opened");
-    let first = run_bot(
+    let first = on_pull_request(
         &emulator,
         workspace.path(),
-        "pull_request",
-        &event,
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "pull-request"],
+        "pull-request",
     );
     assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
     let state = emulator.state();
@@ -608,13 +619,12 @@ fn pull_request_mode_opens_one_pull_request_and_a_rerun_updates_nothing() {
     );
 
     let commits_before = items(&state, "commits").len();
-    let again = run_bot(
+    let again = on_pull_request(
         &emulator,
         workspace.path(),
-        "pull_request",
-        &pull_request_event(&emulator, "synchronize"),
+        "synchronize",
         WRITE_TOKEN,
-        &["--mode", "pull-request"],
+        "pull-request",
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
     let state = emulator.state();
@@ -648,14 +658,7 @@ fn a_command_from_a_user_without_write_permission_gets_a_polite_reply_and_nothin
         "bob",
         "/distribute",
     );
-    let run = run_bot(
-        &emulator,
-        workspace().path(),
-        "issue_comment",
-        &event,
-        WRITE_TOKEN,
-        &[],
-    );
+    let run = on_comment(&emulator, workspace().path(), &event);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let state = emulator.state();
     assert_clean(&state);
@@ -685,14 +688,7 @@ fn a_command_from_a_maintainer_opens_the_pull_request_and_reacts() {
         "carol",
         "/distribute",
     );
-    let run = run_bot(
-        &emulator,
-        workspace().path(),
-        "issue_comment",
-        &event,
-        WRITE_TOKEN,
-        &[],
-    );
+    let run = on_comment(&emulator, workspace().path(), &event);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let state = emulator.state();
     assert_clean(&state);
@@ -711,14 +707,7 @@ fn review_and_help_commands() {
         "alice",
         "/distribute review",
     );
-    let run = run_bot(
-        &emulator,
-        workspace().path(),
-        "issue_comment",
-        &event,
-        WRITE_TOKEN,
-        &[],
-    );
+    let run = on_comment(&emulator, workspace().path(), &event);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let state = emulator.state();
     assert_clean(&state);
@@ -733,14 +722,7 @@ fn review_and_help_commands() {
         "alice",
         "/distribute help",
     );
-    let run = run_bot(
-        &emulator,
-        workspace().path(),
-        "issue_comment",
-        &event,
-        WRITE_TOKEN,
-        &[],
-    );
+    let run = on_comment(&emulator, workspace().path(), &event);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let state = emulator.state();
     assert_clean(&state);
@@ -761,14 +743,7 @@ fn review_and_help_commands() {
         "alice",
         "/distribute now please",
     );
-    let run = run_bot(
-        &emulator,
-        workspace().path(),
-        "issue_comment",
-        &event,
-        WRITE_TOKEN,
-        &[],
-    );
+    let run = on_comment(&emulator, workspace().path(), &event);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let state = emulator.state();
     let replies = bot_comments(&state, PULL);
@@ -792,14 +767,7 @@ fn a_command_on_an_issue_that_is_not_a_pull_request_is_answered() {
         "alice",
         "/distribute",
     );
-    let run = run_bot(
-        &emulator,
-        workspace().path(),
-        "issue_comment",
-        &event,
-        WRITE_TOKEN,
-        &[],
-    );
+    let run = on_comment(&emulator, workspace().path(), &event);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let state = emulator.state();
     assert_clean(&state);
@@ -819,14 +787,12 @@ fn a_command_on_an_issue_that_is_not_a_pull_request_is_answered() {
 fn a_fork_pull_request_with_a_read_only_token_falls_back_to_annotations_and_the_job_summary() {
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), "someone/ml-models"));
-    let event = pull_request_event(&emulator, "opened");
-    let run = run_bot(
+    let run = on_pull_request(
         &emulator,
         workspace().path(),
-        "pull_request",
-        &event,
+        "opened",
         READ_TOKEN,
-        &["--mode", "review"],
+        "review",
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let state = emulator.state();
@@ -871,13 +837,12 @@ fn a_server_error_then_success_is_retried_without_duplicating() {
         {"method": "GET", "path": "^/repos/[^/]+/[^/]+/pulls/\\d+/files$", "status": 502, "times": 1, "body": {"message": "Bad Gateway"}},
         {"method": "POST", "path": "^/repos/[^/]+/[^/]+/issues/\\d+/comments$", "status": 500, "times": 1, "body": {"message": "Server Error"}},
     ]));
-    let run = run_bot(
+    let run = on_pull_request(
         &emulator,
         workspace().path(),
-        "pull_request",
-        &pull_request_event(&emulator, "opened"),
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "review"],
+        "review",
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let state = emulator.state();
@@ -915,13 +880,12 @@ fn rate_limits_with_retry_after_or_a_reset_time_are_waited_out() {
          "body": {"message": "API rate limit exceeded for installation ID 1."}},
     ]));
     let started = std::time::Instant::now();
-    let run = run_bot(
+    let run = on_pull_request(
         &emulator,
         workspace().path(),
-        "pull_request",
-        &pull_request_event(&emulator, "opened"),
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "review"],
+        "review",
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     // Honouring two `retry-after: 1` takes at least two seconds (a lower bound, not a timing test).
@@ -977,13 +941,12 @@ fn a_pull_request_without_training_code_gets_no_comment() {
         ],
         REPOSITORY,
     ));
-    let run = run_bot(
+    let run = on_pull_request(
         &emulator,
         workspace().path(),
-        "pull_request",
-        &pull_request_event(&emulator, "opened"),
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "review"],
+        "review",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let state = emulator.state();
@@ -1012,13 +975,12 @@ fn a_pull_request_with_hundreds_of_files_and_one_too_large_to_comment_on() {
     // GitHub omits the patch of a file whose diff is too large: nothing can be commented there.
     files.push(json!({"filename": TRAIN, "status": "modified", "additions": 900, "deletions": 2}));
     emulator.seed(seed(files, REPOSITORY));
-    let run = run_bot(
+    let run = on_pull_request(
         &emulator,
         workspace().path(),
-        "pull_request",
-        &pull_request_event(&emulator, "opened"),
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "review"],
+        "review",
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let state = emulator.state();
@@ -1042,13 +1004,12 @@ fn a_pull_request_with_hundreds_of_files_and_one_too_large_to_comment_on() {
 fn comment_mode_puts_the_whole_rewrite_in_the_summary() {
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), REPOSITORY));
-    let run = run_bot(
+    let run = on_pull_request(
         &emulator,
         workspace().path(),
-        "pull_request",
-        &pull_request_event(&emulator, "opened"),
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "comment"],
+        "comment",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let state = emulator.state();
@@ -1070,13 +1031,12 @@ fn when_actions_may_not_open_pull_requests_the_branch_is_pushed_and_the_summary_
     let mut state = seed(optimizer_change_files(), REPOSITORY);
     state["repos"][0]["actions_can_create_and_approve_prs"] = json!(false);
     emulator.seed(state);
-    let run = run_bot(
+    let run = on_pull_request(
         &emulator,
         workspace().path(),
-        "pull_request",
-        &pull_request_event(&emulator, "opened"),
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "pull-request"],
+        "pull-request",
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let state = emulator.state();
@@ -1099,13 +1059,12 @@ fn the_bot_pull_request_is_closed_once_nothing_is_left_to_rewrite() {
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), REPOSITORY));
     let workspace = workspace();
-    let first = run_bot(
+    let first = on_pull_request(
         &emulator,
         workspace.path(),
-        "pull_request",
-        &pull_request_event(&emulator, "opened"),
+        "opened",
         WRITE_TOKEN,
-        &["--mode", "pull-request"],
+        "pull-request",
     );
     assert_eq!(first.code, 0, "{}", first.stderr);
     assert_eq!(bot_pulls(&emulator.state())[0]["state"], "open");
@@ -1117,13 +1076,12 @@ fn the_bot_pull_request_is_closed_once_nothing_is_left_to_rewrite() {
         .output()
         .unwrap();
     assert_eq!(fix.status.code(), Some(1));
-    let again = run_bot(
+    let again = on_pull_request(
         &emulator,
         workspace.path(),
-        "pull_request",
-        &pull_request_event(&emulator, "synchronize"),
+        "synchronize",
         WRITE_TOKEN,
-        &["--mode", "pull-request"],
+        "pull-request",
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
     let state = emulator.state();

@@ -40,7 +40,7 @@ impl Bot {
                 "distribute: {} has no write access; the command is refused",
                 author.login
             );
-            self.reply(
+            self.post_comment(
                 number,
                 &format!(
                     "@{}, thank you for asking! `/distribute` runs only for collaborators with write access to this repository, so I did not run it. A maintainer can comment `/distribute` to run it.",
@@ -57,7 +57,7 @@ impl Bot {
             .get_optional(&format!("{}/pulls/{number}", self.repository_path))
             .await?;
         let Some(pull) = pull else {
-            self.reply(
+            self.post_comment(
                 number,
                 "`/distribute` works on pull requests only: comment it on the pull request whose training code should be rewritten.",
             )
@@ -67,13 +67,13 @@ impl Bot {
         };
         let mode = match parsed {
             Parsed::Command(Command::Help) => {
-                self.reply(number, &format!("**`/distribute` commands**\n\n{USAGE}"))
+                self.post_comment(number, &format!("**`/distribute` commands**\n\n{USAGE}"))
                     .await?;
                 self.react(event.comment.id, "rocket").await;
                 return Ok(0);
             }
             Parsed::Malformed(text) => {
-                self.reply(
+                self.post_comment(
                     number,
                     &format!("I do not know `/distribute {text}`.\n\n{USAGE}"),
                 )
@@ -86,7 +86,7 @@ impl Bot {
             Parsed::NotMine => unreachable!("returned above"),
         };
         if pull.state.as_deref() == Some("closed") {
-            self.reply(
+            self.post_comment(
                 number,
                 "This pull request is closed: reopen it to run `/distribute`.",
             )
@@ -111,7 +111,7 @@ impl Bot {
                     .unwrap_or_default();
                 // Internal errors are not shown publicly, only where they happened.
                 let _ = self
-                    .reply(
+                    .post_comment(
                         number,
                         &format!("Sorry, `/distribute` failed: an internal error occurred{logs}."),
                     )
@@ -135,17 +135,6 @@ impl Bot {
             ))
             .await?;
         Ok(permission.is_some_and(|permission| permission.can_write()))
-    }
-
-    async fn reply(&self, number: u64, body: &str) -> Result<()> {
-        let _: serde_json::Value = self
-            .client
-            .post(
-                &format!("{}/issues/{number}/comments", self.repository_path),
-                &json!({ "body": body }),
-            )
-            .await?;
-        Ok(())
     }
 
     /// A reaction is a courtesy: failing to add one does not fail the run.

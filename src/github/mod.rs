@@ -131,7 +131,7 @@ pub(crate) struct Bot {
     options: GithubOptions,
     /// `/repos/{owner}/{repo}`.
     repository_path: String,
-    /// The package root relative to the repository's top (`""` or `dir/`-less prefix).
+    /// The package root relative to the repository's top: `""` at the top, else like `ml/project`.
     repository_prefix: String,
     root: PathBuf,
     config: Config,
@@ -405,15 +405,7 @@ impl Bot {
         let body = summary.comment();
         match mine.next() {
             None if summary.is_nothing_to_do() => {}
-            None => {
-                let _: serde_json::Value = self
-                    .client
-                    .post(
-                        &format!("{}/issues/{number}/comments", self.repository_path),
-                        &json!({ "body": body }),
-                    )
-                    .await?;
-            }
+            None => self.post_comment(number, &body).await?,
             Some(existing) => {
                 if normalise(existing.body.as_deref().unwrap_or("")) != normalise(&body) {
                     let _: serde_json::Value = self
@@ -434,6 +426,18 @@ impl Bot {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A new comment on an issue or pull request.
+    pub(crate) async fn post_comment(&self, number: u64, body: &str) -> Result<(), ApiError> {
+        let _: serde_json::Value = self
+            .client
+            .post(
+                &format!("{}/issues/{number}/comments", self.repository_path),
+                &json!({ "body": body }),
+            )
+            .await?;
         Ok(())
     }
 
