@@ -203,7 +203,7 @@ pub const CODES: &[(Code, &str, &str, Severity, &str)] = &[
         "DST108",
         "statement-not-guarded",
         Severity::Warning,
-        "A statement that should run on rank 0 only shares its line with other code and was left as it is.",
+        "A statement that should run on rank 0 only was left on every rank: it shares its line with other code, or it is a save whose result is used further down.",
     ),
     (
         Code::OptimizerNotFound,

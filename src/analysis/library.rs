@@ -65,6 +65,34 @@ pub fn is_tensorflow(canonical: &str) -> bool {
     canonical == "tensorflow" || canonical.starts_with("tensorflow.")
 }
 
+/// Whether an alias of this TensorFlow member can hide something the
+/// rewrite looks for (models, optimizers, training loops, sessions, data,
+/// summaries, devices). `tf.app.flags` or `tf.nn.relu` cannot.
+pub fn matters_to_rewrite(canonical: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "tensorflow.keras",
+        "tensorflow.train",
+        "tensorflow.estimator",
+        "tensorflow.data",
+        "tensorflow.summary",
+        "tensorflow.config",
+        "tensorflow.distribute",
+        "tensorflow.GradientTape",
+        "tensorflow.Session",
+        "tensorflow.ConfigProto",
+        "tensorflow.function",
+        "tensorflow.print",
+    ];
+    canonical == "tensorflow"
+        || canonical == "tensorflow.compat.v1"
+        || PREFIXES.iter().any(|prefix| {
+            canonical == *prefix
+                || canonical
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+}
+
 pub fn is_horovod(qualified: &str) -> bool {
     qualified == "horovod" || qualified.starts_with("horovod.")
 }

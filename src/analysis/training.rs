@@ -77,7 +77,9 @@ pub struct TrainingSite {
     /// The `fit` call or the `with tf.GradientTape()` statement.
     pub range: Range<usize>,
     pub scope: usize,
-    /// An Estimator's `model_fn` defined in this module: the loop itself is elsewhere.
+    /// Code that the training loop runs but that is not the loop: an
+    /// Estimator's `model_fn`, or the tape of a Keras model's `train_step`
+    /// (the `fit` may be in another module).
     pub is_model_function: bool,
 }
 
@@ -635,17 +637,23 @@ fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
         });
         for_each_statement(scope.body, false, &mut |stmt| {
             if let Stmt::With(with) = stmt
-                && !in_model_step
                 && with
                     .items
                     .iter()
                     .any(|item| is_gradient_tape_call(&scope.bindings, &item.context_expr))
             {
+                // A tape in a Keras model's own `train_step` is part of `fit`: its
+                // gradients skip the DistributedOptimizer's averaging, so the Keras
+                // rule wraps that tape too.
                 sites.push(TrainingSite {
-                    pattern: TrainingPattern::GradientTape,
+                    pattern: if in_model_step {
+                        TrainingPattern::Keras
+                    } else {
+                        TrainingPattern::GradientTape
+                    },
                     range: span(stmt),
                     scope: index,
-                    is_model_function: false,
+                    is_model_function: in_model_step,
                 });
             }
             for call in calls_in_statement(stmt) {

@@ -97,7 +97,7 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
                 Diagnostic::new(Code::TensorflowBoundWithoutImport, binding.statement.clone(), format!("`{name}` is bound to {} without an import statement; the tool resolved it, but other dynamic forms would be missed", binding.qualified))
                     .with_suggestion(format!("write `import {} as {name}`", binding.qualified)),
             ),
-            BindingKind::MemberAlias => rewrite.diagnose(
+            BindingKind::MemberAlias if library::matters_to_rewrite(&library::canonical_name(&binding.qualified)) => rewrite.diagnose(
                 Diagnostic::new(Code::TensorflowMemberAliased, binding.statement.clone(), format!("`{name}` aliases `{}`; the tool resolved it here, but a later reassignment of `{name}` would not be followed", binding.qualified))
                     .with_suggestion(format!("use `{}` directly, or import it with `from ... import`", binding.qualified)),
             ),
@@ -292,6 +292,21 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
             walk_statement_expressions(stmt, &mut |expr| {
                 if let Expr::Call(call) = expr {
                     callee_ranges.push(span(call.func.as_ref()));
+                    // `app.run(main)` (absl, tf.compat.v1.app) calls `main`: an entry
+                    // point, not a function that escapes analysis.
+                    if scope.bindings.resolve(&call.func).is_some_and(|callee| {
+                        matches!(
+                            callee.as_str(),
+                            "absl.app.run" | "tensorflow.app.run" | "tensorflow.compat.v1.app.run"
+                        )
+                    }) && let Some(first) = call.args.first().or_else(|| {
+                        call.keywords
+                            .iter()
+                            .find(|keyword| keyword.arg.as_deref() == Some("main"))
+                            .map(|keyword| &keyword.value)
+                    }) {
+                        callee_ranges.push(span(first));
+                    }
                 }
             });
             walk_statement_expressions(stmt, &mut |expr| {

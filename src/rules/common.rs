@@ -39,6 +39,9 @@ pub struct ModuleRewrite<'a> {
     pub taken_names: HashSet<String>,
     /// Whether the module imported Horovod before the rewrite.
     pub had_horovod: bool,
+    /// The module's name for `horovod.tensorflow` when a Keras module needs it
+    /// too (the tape of a model's own `train_step`).
+    pub horovod_tensorflow: Option<String>,
     pub edits: Vec<Edit>,
     pub diagnostics: Vec<Diagnostic>,
     /// Imports to insert after the tensorflow import, in order.
@@ -80,16 +83,35 @@ impl<'a> ModuleRewrite<'a> {
         let had_horovod = bindings
             .iter()
             .any(|(_, binding)| library::is_horovod(&binding.qualified));
-        let wanted = horovod_module(pattern);
+        let has_model_steps = pattern == TrainingPattern::Keras
+            && module.sites.iter().any(|site| site.is_model_function);
+        // A module whose only Keras code is a model's `train_step` needs only the tape.
+        let wanted = if has_model_steps && module.sites.iter().all(|site| site.is_model_function) {
+            "horovod.tensorflow"
+        } else {
+            horovod_module(pattern)
+        };
         let mut imports = Vec::new();
-        let hvd = match bindings.name_for(wanted) {
+        let mut import_horovod = |wanted: &str, candidates: &[&str]| match bindings.name_for(wanted)
+        {
             Some(name) => name.to_string(),
             None => {
-                let name = fresh_name(&["hvd", "horovod_", "hvd_"], &taken_names);
+                let name = fresh_name(candidates, &taken_names);
                 taken_names.insert(name.clone());
                 imports.push(format!("import {wanted} as {name}"));
                 name
             }
+        };
+        let hvd = import_horovod(wanted, &["hvd", "horovod_", "hvd_"]);
+        let horovod_tensorflow = if wanted == "horovod.tensorflow" {
+            Some(hvd.clone())
+        } else if has_model_steps {
+            Some(import_horovod(
+                "horovod.tensorflow",
+                &["hvd_tf", "horovod_tf"],
+            ))
+        } else {
+            None
         };
         let tf = match bindings.name_for("tensorflow") {
             Some(name) => name.to_string(),
@@ -138,6 +160,7 @@ impl<'a> ModuleRewrite<'a> {
             newline: newline_style(text),
             taken_names,
             had_horovod,
+            horovod_tensorflow,
             edits: Vec::new(),
             diagnostics: Vec::new(),
             imports,
@@ -905,17 +928,10 @@ impl<'a> ModuleRewrite<'a> {
     /// `if hvd.rank() == 0:` (SPEC 4.1). Loading stays on every rank.
     pub fn guard_rank_zero_statements(&mut self) {
         let module = self.module;
-        let is_checkpoint = |callee: &str| {
-            matches!(
-                callee,
-                "tensorflow.train.Checkpoint"
-                    | "tensorflow.train.CheckpointManager"
-                    | "tensorflow.train.Saver"
-            )
-        };
-        let top_level_checkpoints = self.names_assigned_from(&module.scopes[0], is_checkpoint);
+        let top_level_checkpoints =
+            self.names_assigned_from(&module.scopes[0], is_checkpoint_class);
         for (index, scope) in module.scopes.iter().enumerate() {
-            let mut checkpoints = self.names_assigned_from(scope, is_checkpoint);
+            let mut checkpoints = self.names_assigned_from(scope, is_checkpoint_class);
             checkpoints.extend(top_level_checkpoints.iter().cloned());
             self.guard_block(index, scope, scope.body, &checkpoints);
         }
@@ -941,7 +957,7 @@ impl<'a> ModuleRewrite<'a> {
                 );
             }
             if !group.is_empty() {
-                self.guard_statements(&group);
+                self.guard_group(scope, &group);
                 group.clear();
             }
             if let Stmt::Assign(assign) = stmt {
@@ -961,7 +977,53 @@ impl<'a> ModuleRewrite<'a> {
             }
         }
         if !group.is_empty() {
-            self.guard_statements(&group);
+            self.guard_group(scope, &group);
+        }
+    }
+
+    /// Guards a run of rank-0 statements. A save whose result is assigned
+    /// (`path = manager.save()`) joins only when the names it assigns are not
+    /// used after the run: other ranks would not have them.
+    fn guard_group(&mut self, scope: &Scope, group: &[&Stmt]) {
+        let group_end = group.last().map_or(0, |last| span(*last).end);
+        // Names the scope reads after the run (code, not comments or strings).
+        let mut read_later = HashSet::new();
+        for_each_statement(scope.body, false, &mut |stmt| {
+            walk_statement_expressions(stmt, &mut |expr| {
+                if let Expr::Name(name) = expr
+                    && span(expr).start >= group_end
+                {
+                    read_later.insert(name.id.to_string());
+                }
+            });
+        });
+        let mut run: Vec<&Stmt> = Vec::new();
+        for stmt in group {
+            let used_later = match stmt {
+                Stmt::Assign(assign) => assign.targets.iter().find_map(|target| match target {
+                    Expr::Name(name) => read_later
+                        .contains(name.id.as_str())
+                        .then(|| name.id.to_string()),
+                    other => Some(self.source(span(other)).to_string()),
+                }),
+                _ => None,
+            };
+            match used_later {
+                None => run.push(stmt),
+                Some(name) => {
+                    self.diagnose(
+                        Diagnostic::new(Code::StatementNotGuarded, span(*stmt), format!("this save runs on every rank because `{name}`, which it assigns, is used further down; every worker writes the same files"))
+                            .with_suggestion(format!("move the uses of `{name}` under `if {}:` with the save", self.rank_zero_test())),
+                    );
+                    if !run.is_empty() {
+                        self.guard_statements(&run);
+                        run.clear();
+                    }
+                }
+            }
+        }
+        if !run.is_empty() {
+            self.guard_statements(&run);
         }
     }
 
@@ -972,12 +1034,18 @@ impl<'a> ModuleRewrite<'a> {
         stmt: &Stmt,
         checkpoints: &HashSet<String>,
     ) -> bool {
-        let Stmt::Expr(expression) = stmt else {
+        // Saves return a path, so `path = manager.save()` counts too.
+        let (call, assigned) = match stmt {
+            Stmt::Expr(expression) => (expression.value.as_ref(), false),
+            Stmt::Assign(assign) => (assign.value.as_ref(), true),
+            _ => return false,
+        };
+        let Expr::Call(call) = call else {
             return false;
         };
-        let Expr::Call(call) = expression.value.as_ref() else {
-            return false;
-        };
+        if assigned {
+            return self.is_checkpoint_save(scope, call, checkpoints);
+        }
         if let Expr::Name(name) = call.func.as_ref()
             && name.id.as_str() == "print"
             && !scope.bindings.is_bound("print")
@@ -995,6 +1063,9 @@ impl<'a> ModuleRewrite<'a> {
                 );
             }
         }
+        if self.is_checkpoint_save(scope, call, checkpoints) {
+            return true;
+        }
         let Expr::Attribute(attribute) = call.func.as_ref() else {
             return false;
         };
@@ -1009,8 +1080,34 @@ impl<'a> ModuleRewrite<'a> {
                 .assumed_models
                 .iter()
                 .any(|(index, name, _)| *index == scope_index && name == receiver);
-        (is_model && matches!(method, "summary" | "save" | "save_weights"))
-            || (checkpoints.contains(receiver) && matches!(method, "save" | "write"))
+        is_model && matches!(method, "summary" | "save" | "save_weights")
+    }
+
+    /// `ckpt.save(...)`, `manager.save()`, `saver.save(...)`, and the chained
+    /// `tf.train.Saver().save(...)`: they write files, which one worker must own.
+    fn is_checkpoint_save(
+        &self,
+        scope: &Scope,
+        call: &ast::ExprCall,
+        checkpoints: &HashSet<String>,
+    ) -> bool {
+        let Expr::Attribute(attribute) = call.func.as_ref() else {
+            return false;
+        };
+        if !matches!(attribute.attr.as_str(), "save" | "write") {
+            return false;
+        }
+        match attribute.value.as_ref() {
+            Expr::Call(constructor) => callee_name(
+                self.analysis.package,
+                self.module.module,
+                scope,
+                &constructor.func,
+            )
+            .is_some_and(|callee| is_checkpoint_class(&callee)),
+            receiver => crate::analysis::walk::dotted_name(receiver)
+                .is_some_and(|receiver| checkpoints.contains(receiver.as_str())),
+        }
     }
 
     fn print_without_side_effects(&mut self, call: &ast::ExprCall) -> bool {
@@ -1208,6 +1305,19 @@ fn binds_at_least_as_tightly_as_multiplication(expr: &Expr) -> bool {
     }
 }
 
+/// Classes whose `save` writes checkpoint files.
+fn is_checkpoint_class(callee: &str) -> bool {
+    let callee = callee
+        .strip_prefix("tensorflow.compat.v1.")
+        .map_or(callee.to_string(), |rest| format!("tensorflow.{rest}"));
+    matches!(
+        callee.as_str(),
+        "tensorflow.train.Checkpoint"
+            | "tensorflow.train.CheckpointManager"
+            | "tensorflow.train.Saver"
+    )
+}
+
 fn imports_tensorflow(stmt: &Stmt) -> bool {
     match stmt {
         Stmt::Import(import) => import.names.iter().any(|alias| {
@@ -1338,8 +1448,16 @@ pub fn is_loop(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
 }
 
-/// Divides the step count of the loop that drives training (`range(n)`, `dataset.take(n)`).
+/// Divides the step count of the loop that drives training (`range(n)`,
+/// `dataset.take(n)`, `while step < n`, or `if step >= n: break` inside it).
 pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
+    let limits = step_limits(rewrite, loop_statement);
+    if !limits.is_empty() {
+        for limit in limits {
+            rewrite.divide_expression(limit);
+        }
+        return;
+    }
     let Stmt::For(for_loop) = loop_statement else {
         return;
     };
@@ -1383,6 +1501,85 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
             )),
         );
     }
+}
+
+/// The step limits a loop stops at, by a counter it increments
+/// (`step += 1`): `while step < n:`, and `if step >= n: ... break` in its
+/// body (not in nested loops or functions).
+fn step_limits<'a>(rewrite: &ModuleRewrite, loop_statement: &'a Stmt) -> Vec<&'a Expr> {
+    let loop_text = rewrite.source(span(loop_statement));
+    let increments = |counter: &str| {
+        loop_text.contains(&format!("{counter} += "))
+            || loop_text.contains(&format!("{counter} = {counter} + "))
+    };
+    // `counter OP limit`, either way round, that is true once the counter
+    // reaches the limit (`reached`: >=, >, ==) or while it is below (<, <=, !=).
+    let limit_of = |test: &'a Expr, reached: bool| -> Option<&'a Expr> {
+        use ast::CmpOp;
+        let Expr::Compare(compare) = test else {
+            return None;
+        };
+        let ([operator], [right]) = (compare.ops.as_slice(), compare.comparators.as_slice()) else {
+            return None;
+        };
+        let is_counter =
+            |expr: &Expr| matches!(expr, Expr::Name(name) if increments(name.id.as_str()));
+        let (limit, counter_on_left) = if is_counter(&compare.left) {
+            (right, true)
+        } else if is_counter(right) {
+            (compare.left.as_ref(), false)
+        } else {
+            return None;
+        };
+        let true_at_limit = match (operator, counter_on_left) {
+            (CmpOp::GtE | CmpOp::Gt | CmpOp::Eq, true)
+            | (CmpOp::LtE | CmpOp::Lt | CmpOp::Eq, false) => true,
+            (CmpOp::Lt | CmpOp::LtE | CmpOp::NotEq, true)
+            | (CmpOp::Gt | CmpOp::GtE | CmpOp::NotEq, false) => false,
+            _ => return None,
+        };
+        (true_at_limit == reached).then_some(limit)
+    };
+    let mut limits = Vec::new();
+    let body = match loop_statement {
+        Stmt::While(while_loop) => {
+            limits.extend(limit_of(&while_loop.test, false));
+            &while_loop.body
+        }
+        Stmt::For(for_loop) => &for_loop.body,
+        _ => return limits,
+    };
+    fn breaks(body: &[Stmt]) -> bool {
+        body.iter().any(|stmt| match stmt {
+            Stmt::Break(_) => true,
+            Stmt::If(node) => breaks(&node.body),
+            _ => false,
+        })
+    }
+    fn visit<'a>(body: &'a [Stmt], found: &mut Vec<&'a ast::StmtIf>) {
+        for stmt in body {
+            match stmt {
+                Stmt::If(node) => {
+                    found.push(node);
+                    visit(&node.body, found);
+                    visit(&node.orelse, found);
+                }
+                Stmt::With(node) => visit(&node.body, found),
+                Stmt::Try(node) => visit(&node.body, found),
+                _ => {}
+            }
+        }
+    }
+    let mut ifs = Vec::new();
+    visit(body, &mut ifs);
+    for node in ifs {
+        if breaks(&node.body)
+            && let Some(limit) = limit_of(&node.test, true)
+        {
+            limits.push(limit);
+        }
+    }
+    limits
 }
 
 /// Every call of a scope's own statements, with its statement.

@@ -46,7 +46,8 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
             }
         });
         if let Some(Stmt::With(with)) = with_statement {
-            wrap_tape(rewrite, scope, with);
+            let hvd = rewrite.hvd.clone();
+            wrap_tape(rewrite, scope, with, &hvd);
         }
     }
     let already_broadcast = rewrite.text.contains("broadcast_variables(");
@@ -98,14 +99,21 @@ fn tape_name<'a>(scope: &Scope, with: &'a ast::StmtWith) -> Option<&'a str> {
     })
 }
 
-fn wrap_tape(rewrite: &mut ModuleRewrite, scope: &Scope, with: &ast::StmtWith) {
+/// `tape = <horovod>.DistributedGradientTape(tape)` after the `with` block (or
+/// before `tape.gradient` inside it); `horovod` names `horovod.tensorflow`.
+pub(super) fn wrap_tape(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    with: &ast::StmtWith,
+    horovod: &str,
+) {
     let Some(tape) = tape_name(scope, with) else {
         return;
     };
     if rewrite.is_assigned_from_horovod(scope.body, tape, "DistributedGradientTape") {
         return;
     }
-    let line = format!("{tape} = {}.DistributedGradientTape({tape})", rewrite.hvd);
+    let line = format!("{tape} = {horovod}.DistributedGradientTape({tape})");
     let gradient_inside = with
         .body
         .iter()
@@ -160,7 +168,9 @@ fn broadcast_targets(
         crate::analysis::walk::keyword(apply, "grads_and_vars").map(|keyword| &keyword.value)
     })?;
     let variables = match pairs {
-        Expr::Call(call) if is_zip(call) => variables_of(rewrite, call.args.get(1)?),
+        Expr::Call(call) if is_zip(call) => {
+            variables_of(rewrite, resolve_alias(scope, call.args.get(1)?))
+        }
         Expr::Name(name) => {
             // `pairs = zip(grads, variables)` is consumed by `apply_gradients`:
             // materialise it so that anything reading it later sees the pairs.
@@ -192,6 +202,29 @@ fn broadcast_targets(
         variables,
         optimizer,
     })
+}
+
+/// `variables = net.trainable_variables` assigned once in the step: the
+/// assigned expression, which a caller can name too.
+fn resolve_alias<'a>(scope: &Scope<'a>, expr: &'a Expr) -> &'a Expr {
+    let Expr::Name(name) = expr else {
+        return expr;
+    };
+    let mut values = Vec::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt
+            && assign
+                .targets
+                .iter()
+                .any(|target| matches!(target, Expr::Name(target) if target.id == name.id))
+        {
+            values.push(assign.value.as_ref());
+        }
+    });
+    match values.as_slice() {
+        [value] if is_simple(value) => value,
+        _ => expr,
+    }
 }
 
 fn is_zip(call: &ast::ExprCall) -> bool {

@@ -31,6 +31,7 @@ use crate::python::parse::span;
 
 pub fn rewrite(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
+    wrap_model_step_tapes(rewrite);
     let mut compiled: HashSet<std::ops::Range<usize>> = HashSet::new();
     for site in module
         .sites
@@ -76,6 +77,33 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
             {
                 rank_zero_verbose(rewrite, call);
             }
+        }
+    }
+}
+
+/// A model's own `train_step` computes and applies its gradients itself, so
+/// the DistributedOptimizer never averages them: wrap its tape instead.
+fn wrap_model_step_tapes(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let Some(horovod) = rewrite.horovod_tensorflow.clone() else {
+        return;
+    };
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::Keras && site.is_model_function)
+    {
+        let scope = &module.scopes[site.scope];
+        let mut with_statement = None;
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if span(stmt) == site.range
+                && let Stmt::With(with) = stmt
+            {
+                with_statement = Some(with);
+            }
+        });
+        if let Some(with) = with_statement {
+            super::gradient_tape::wrap_tape(rewrite, scope, with, &horovod);
         }
     }
 }
@@ -410,8 +438,11 @@ fn wrap_compiled_optimizer(rewrite: &mut ModuleRewrite, scope: &Scope, compile: 
         },
         Expr::Call(call) if rewrite.calls_horovod_attribute(&call.func, "DistributedOptimizer") => {
         }
-        Expr::Name(name) => {
-            let name = name.id.as_str();
+        // `optimizer=opt` or `optimizer=self.optimizer`: wrap where it is built,
+        // so that the name the user keeps is the optimizer that trains.
+        Expr::Name(_) | Expr::Attribute(_) if dotted_name(optimizer).is_some() => {
+            let name = dotted_name(optimizer).unwrap_or_default();
+            let name = name.as_str();
             let assignments = optimizer_assignments(rewrite, scope, name);
             let already_wrapped = assignments
                 .iter()
@@ -479,9 +510,10 @@ fn optimizer_assignments<'a>(
         let mut found = Vec::new();
         for_each_statement(candidate.body, false, &mut |stmt| {
             if let Stmt::Assign(assign) = stmt
-                && assign.targets.iter().any(
-                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
-                )
+                && assign
+                    .targets
+                    .iter()
+                    .any(|target| dotted_name(target).is_some_and(|target| target == name))
             {
                 found.push((stmt, assign.value.as_ref()));
             }
