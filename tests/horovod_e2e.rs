@@ -63,6 +63,17 @@ e2e_cases!(
     tf1_session,
     tf1_monitored_session,
     tf1_estimator,
+    keras_absl_nesterov_decay,
+    keras_trainer_class,
+    keras_script_piecewise,
+    keras_custom_train_step,
+    tape_clip_summaries,
+    tape_next_checkpoint_manager,
+    tape_trainer_class,
+    tape_epochs_max_steps,
+    tf1_placeholder_model_class,
+    tf1_monitored_feed_dict,
+    tf1_train_and_evaluate,
 );
 
 #[test]
