@@ -126,7 +126,7 @@ pub const CODES: &[(Code, &str, &str, Severity, &str)] = &[
         "DST010",
         "training-loop-spread-over-files",
         Severity::Error,
-        "The training loop is spread over several files (seed 000 §3.1 restriction 1).",
+        "No loop of the package calls the GradientTape step by its name (the loop is outside the package, or reaches the step another way): the one-time broadcast was not added.",
     ),
     (
         Code::MixedTrainingLoops,

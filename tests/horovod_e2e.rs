@@ -74,6 +74,9 @@ e2e_cases!(
     tf1_placeholder_model_class,
     tf1_monitored_feed_dict,
     tf1_train_and_evaluate,
+    tf1_explicit_graph,
+    tape_step_in_other_module,
+    keras_fit_in_other_module,
 );
 
 #[test]

@@ -78,8 +78,9 @@ pub struct TrainingSite {
     pub range: Range<usize>,
     pub scope: usize,
     /// Code that the training loop runs but that is not the loop: an
-    /// Estimator's `model_fn`, or the tape of a Keras model's `train_step`
-    /// (the `fit` may be in another module).
+    /// Estimator's `model_fn`, the tape of a Keras model's `train_step` (the
+    /// `fit` may be in another module), or a GradientTape step function
+    /// called by a loop in another module.
     pub is_model_function: bool,
 }
 
@@ -248,6 +249,8 @@ impl<'a> Analysis<'a> {
             modules.push(analysis);
         }
         attach_estimator_model_functions(package, &mut modules);
+        attach_step_callers(package, &mut modules);
+        attach_delegated_fits(package, &mut modules);
         // Propagate through calls until nothing changes (the call graph may have cycles).
         loop {
             let mut changed = false;
@@ -558,6 +561,179 @@ pub fn model_function_argument(call: &ast::ExprCall) -> Option<&Expr> {
     crate::analysis::walk::keyword(call, "model_fn")
         .map(|keyword| &keyword.value)
         .or_else(|| call.args.first())
+}
+
+/// A GradientTape step function (`train_step(model, optimizer, ...)`) called
+/// from a loop in another module: that loop is where the broadcast and the
+/// step count belong, so the calling module gets a GradientTape site at the
+/// call (it is a training module too).
+fn attach_step_callers(package: &Package, modules: &mut [ModuleAnalysis]) {
+    let mut steps: HashSet<String> = HashSet::new();
+    for analysis in modules.iter() {
+        for site in analysis
+            .sites
+            .iter()
+            .filter(|site| site.pattern == TrainingPattern::GradientTape)
+        {
+            let scope = &analysis.scopes[site.scope];
+            let applies_gradients = scope.function.is_some()
+                && scope.class.is_none()
+                && analysis.module.source.text[scope.range().unwrap_or_default()]
+                    .contains("apply_gradients(");
+            if applies_gradients {
+                steps.insert(scope.qualified_name.clone());
+            }
+        }
+    }
+    if steps.is_empty() {
+        return;
+    }
+    let mut called_elsewhere: HashSet<String> = HashSet::new();
+    for analysis in modules.iter_mut() {
+        let mut found = Vec::new();
+        for (index, scope) in analysis.scopes.iter().enumerate() {
+            for_each_statement(scope.body, false, &mut |stmt| {
+                for call in calls_in_statement(stmt) {
+                    let Some(callee) = callee_name(package, analysis.module, scope, &call.func)
+                    else {
+                        continue;
+                    };
+                    let calls_a_step = steps.contains(&callee)
+                        && !callee.starts_with(&format!("{}.", analysis.module.name));
+                    let in_loop = crate::analysis::walk::path_to(scope.body, &span(stmt))
+                        .is_some_and(|path| {
+                            path.iter().any(|stmt| crate::analysis::walk::is_loop(stmt))
+                        });
+                    if calls_a_step && in_loop {
+                        found.push((index, span(call)));
+                        called_elsewhere.insert(callee);
+                    }
+                }
+            });
+        }
+        for (scope, range) in found {
+            if !analysis.sites.iter().any(|site| site.range == range) {
+                analysis.sites.push(TrainingSite {
+                    pattern: TrainingPattern::GradientTape,
+                    range,
+                    scope,
+                    is_model_function: false,
+                });
+            }
+        }
+        analysis.sites.sort_by_key(|site| site.range.start);
+    }
+    // The step's own module is run by that loop: no init block of its own.
+    for analysis in modules.iter_mut() {
+        for site in analysis.sites.iter_mut() {
+            if site.pattern == TrainingPattern::GradientTape
+                && called_elsewhere.contains(&analysis.scopes[site.scope].qualified_name)
+            {
+                site.is_model_function = true;
+            }
+        }
+    }
+}
+
+/// `def train(model, ...): model.fit(...)` in a module that never imports
+/// TensorFlow, called from another module with a Keras model: the `fit` is
+/// training (its module gets a Keras site, run by the caller), and the call
+/// is where the model was compiled (the caller gets a Keras site there).
+fn attach_delegated_fits(package: &Package, modules: &mut [ModuleAnalysis]) {
+    // (function, parameter index, parameter, module index, scope index, fit range)
+    let mut candidates = Vec::new();
+    for (module_index, analysis) in modules.iter().enumerate() {
+        for (index, scope) in analysis.scopes.iter().enumerate() {
+            if scope.function.is_none() || scope.class.is_some() {
+                continue;
+            }
+            for (_, call) in calls_in_scope(scope) {
+                if let Expr::Attribute(attribute) = call.func.as_ref()
+                    && attribute.attr.as_str() == "fit"
+                    && let Expr::Name(receiver) = attribute.value.as_ref()
+                    && let Some(position) = scope
+                        .parameters
+                        .iter()
+                        .position(|parameter| parameter == receiver.id.as_str())
+                    && call.keywords.iter().any(|keyword| {
+                        keyword
+                            .arg
+                            .as_ref()
+                            .is_some_and(|name| KERAS_FIT_KEYWORDS.contains(&name.as_str()))
+                    })
+                {
+                    candidates.push((
+                        scope.qualified_name.clone(),
+                        position,
+                        receiver.id.to_string(),
+                        module_index,
+                        index,
+                        span(call),
+                    ));
+                }
+            }
+        }
+    }
+    let mut confirmed = Vec::new();
+    for (caller_module, analysis) in modules.iter().enumerate() {
+        for (index, scope) in analysis.scopes.iter().enumerate() {
+            for (_, call) in calls_in_scope(scope) {
+                let Some(callee) = callee_name(package, analysis.module, scope, &call.func) else {
+                    continue;
+                };
+                for candidate in candidates
+                    .iter()
+                    .filter(|candidate| candidate.0 == callee && candidate.3 != caller_module)
+                {
+                    let argument = crate::analysis::walk::keyword(call, &candidate.2)
+                        .map(|keyword| &keyword.value)
+                        .or_else(|| call.args.get(candidate.1));
+                    let passes_a_model = argument
+                        .and_then(dotted_name)
+                        .is_some_and(|name| analysis.models[index].contains(&name));
+                    if passes_a_model {
+                        confirmed.push((candidate.clone(), caller_module, index, span(call)));
+                    }
+                }
+            }
+        }
+    }
+    for ((_, _, parameter, module_index, scope, fit), caller_module, caller_scope, call) in
+        confirmed
+    {
+        let fitting = &mut modules[module_index];
+        if !fitting.sites.iter().any(|site| site.range == fit) {
+            fitting.sites.push(TrainingSite {
+                pattern: TrainingPattern::Keras,
+                range: fit,
+                scope,
+                is_model_function: true,
+            });
+            fitting.models[scope].insert(parameter);
+            fitting.sites.sort_by_key(|site| site.range.start);
+        }
+        let caller = &mut modules[caller_module];
+        if !caller.sites.iter().any(|site| site.range == call) {
+            caller.sites.push(TrainingSite {
+                pattern: TrainingPattern::Keras,
+                range: call,
+                scope: caller_scope,
+                is_model_function: false,
+            });
+            caller.sites.sort_by_key(|site| site.range.start);
+        }
+    }
+}
+
+/// Every call of a scope's own statements, with its statement.
+pub fn calls_in_scope<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
+    let mut calls = Vec::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        for call in calls_in_statement(stmt) {
+            calls.push((stmt, call));
+        }
+    });
+    calls
 }
 
 /// Marks the modules defining an Estimator's `model_fn` (its optimizer is rewritten there).

@@ -297,3 +297,26 @@ pub fn mentions_name_outside_calls(body: &[Stmt], name: &str) -> bool {
     });
     found
 }
+
+/// Statements from `body` down to `target`: the chain of enclosing statements.
+pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
+    for stmt in body {
+        let range = crate::python::parse::span(stmt);
+        if range == *target {
+            return Some(vec![stmt]);
+        }
+        if range.start <= target.start && target.end <= range.end {
+            for nested in nested_bodies(stmt) {
+                if let Some(mut path) = path_to(nested, target) {
+                    path.insert(0, stmt);
+                    return Some(path);
+                }
+            }
+        }
+    }
+    None
+}
+
+pub fn is_loop(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
+}

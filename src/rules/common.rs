@@ -83,10 +83,16 @@ impl<'a> ModuleRewrite<'a> {
         let had_horovod = bindings
             .iter()
             .any(|(_, binding)| library::is_horovod(&binding.qualified));
-        let has_model_steps = pattern == TrainingPattern::Keras
-            && module.sites.iter().any(|site| site.is_model_function);
+        // The tape of a Keras model's own `train_step` (a `with` statement, where
+        // a delegated `fit` is a call) needs horovod.tensorflow's DistributedGradientTape.
+        let is_model_step_tape = |site: &crate::analysis::training::TrainingSite| {
+            site.pattern == TrainingPattern::Keras
+                && site.is_model_function
+                && text[site.range.clone()].starts_with("with")
+        };
+        let has_model_steps = module.sites.iter().any(is_model_step_tape);
         // A module whose only Keras code is a model's `train_step` needs only the tape.
-        let wanted = if has_model_steps && module.sites.iter().all(|site| site.is_model_function) {
+        let wanted = if has_model_steps && module.sites.iter().all(is_model_step_tape) {
             "horovod.tensorflow"
         } else {
             horovod_module(pattern)
@@ -588,7 +594,8 @@ impl<'a> ModuleRewrite<'a> {
             return;
         }
         if self.module.sites.iter().all(|site| site.is_model_function) {
-            // An Estimator's model_fn runs inside `train`, after the entry module's hvd.init().
+            // A model_fn or a step function runs inside a loop of another module,
+            // after that module's hvd.init().
             return;
         }
         let (tf, hvd) = (self.tf.clone(), self.hvd.clone());
@@ -1097,7 +1104,7 @@ impl<'a> ModuleRewrite<'a> {
         if !matches!(attribute.attr.as_str(), "save" | "write") {
             return false;
         }
-        match attribute.value.as_ref() {
+        let known = match attribute.value.as_ref() {
             Expr::Call(constructor) => callee_name(
                 self.analysis.package,
                 self.module.module,
@@ -1107,7 +1114,13 @@ impl<'a> ModuleRewrite<'a> {
             .is_some_and(|callee| is_checkpoint_class(&callee)),
             receiver => crate::analysis::walk::dotted_name(receiver)
                 .is_some_and(|receiver| checkpoints.contains(receiver.as_str())),
-        }
+        };
+        // A saver made elsewhere (returned by a graph-building function) still
+        // shows itself: `saver.save(sess, path)` takes the session first.
+        known
+            || (attribute.attr.as_str() == "save"
+                && matches!(call.args.first(), Some(Expr::Name(first))
+                    if super::tf1::session_names(self, scope).contains(first.id.as_str())))
     }
 
     fn print_without_side_effects(&mut self, call: &ast::ExprCall) -> bool {
@@ -1211,9 +1224,36 @@ impl<'a> ModuleRewrite<'a> {
 
     /// The edits and diagnostics, diagnostics in source order.
     pub fn finish(mut self) -> (Vec<Edit>, Vec<Diagnostic>) {
+        self.drop_unused_tensorflow_import();
         self.diagnostics
             .sort_by_key(|diagnostic| (diagnostic.range.start, diagnostic.code));
         (self.edits, self.diagnostics)
+    }
+
+    /// A module without a tensorflow import gets one only when generated
+    /// code uses it (a `fit` delegated from another module needs only `hvd`).
+    fn drop_unused_tensorflow_import(&mut self) {
+        let tensorflow_line = self
+            .imports
+            .iter()
+            .find(|line| *line == "import tensorflow" || line.starts_with("import tensorflow as "));
+        let Some(line) = tensorflow_line.cloned() else {
+            return;
+        };
+        let used = format!("{}.", self.tf);
+        let block_line = format!("{line}{}", self.newline);
+        let generated_uses_it = self
+            .edits
+            .iter()
+            .any(|edit| edit.content.replace(&block_line, "").contains(&used));
+        if !generated_uses_it {
+            for edit in &mut self.edits {
+                if edit.range.is_empty() && edit.content.contains(&block_line) {
+                    edit.content = edit.content.replacen(&block_line, "", 1);
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -1425,29 +1465,6 @@ fn quote_style(body: &[Stmt], text: &str) -> char {
     if single > double { '\'' } else { '"' }
 }
 
-/// Statements from `body` down to `target`: the chain of enclosing statements.
-pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
-    for stmt in body {
-        let range = span(stmt);
-        if range == *target {
-            return Some(vec![stmt]);
-        }
-        if range.start <= target.start && target.end <= range.end {
-            for nested in nested_bodies(stmt) {
-                if let Some(mut path) = path_to(nested, target) {
-                    path.insert(0, stmt);
-                    return Some(path);
-                }
-            }
-        }
-    }
-    None
-}
-
-pub fn is_loop(stmt: &Stmt) -> bool {
-    matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
-}
-
 /// Divides the step count of the loop that drives training (`range(n)`,
 /// `dataset.take(n)`, `while step < n`, or `if step >= n: break` inside it).
 pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
@@ -1582,16 +1599,7 @@ fn step_limits<'a>(rewrite: &ModuleRewrite, loop_statement: &'a Stmt) -> Vec<&'a
     limits
 }
 
-/// Every call of a scope's own statements, with its statement.
-pub fn calls_in_scope<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
-    let mut calls = Vec::new();
-    for_each_statement(scope.body, false, &mut |stmt| {
-        for call in calls_in_statement(stmt) {
-            calls.push((stmt, call));
-        }
-    });
-    calls
-}
+pub use crate::analysis::training::calls_in_scope;
 
 pub fn find_call<'a>(
     scope: &Scope<'a>,

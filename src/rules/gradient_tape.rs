@@ -23,10 +23,11 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{ModuleRewrite, calls_in_scope, divide_loop_steps, is_loop, path_to};
+use super::common::{ModuleRewrite, calls_in_scope, divide_loop_steps, find_call};
 use crate::analysis::library;
 use crate::analysis::training::{Scope, TrainingPattern, is_gradient_tape_call};
 use crate::analysis::walk::{for_each_statement, walk_statement_expressions};
+use crate::analysis::walk::{is_loop, path_to};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -45,9 +46,13 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
                 with_statement = Some(stmt);
             }
         });
-        if let Some(Stmt::With(with)) = with_statement {
-            let hvd = rewrite.hvd.clone();
-            wrap_tape(rewrite, scope, with, &hvd);
+        match with_statement {
+            Some(Stmt::With(with)) => {
+                let hvd = rewrite.hvd.clone();
+                wrap_tape(rewrite, scope, with, &hvd);
+            }
+            // A call of a step function defined in another module.
+            _ => broadcast_after_step_elsewhere(rewrite, site.scope, &site.range),
         }
     }
     let already_broadcast = rewrite.text.contains("broadcast_variables(");
@@ -244,15 +249,20 @@ fn is_simple(expr: &Expr) -> bool {
 
 /// `model.trainable_variables` -> `model.variables` (non-trainable state too); anything else as written.
 fn variables_of(rewrite: &ModuleRewrite, variables: &Expr) -> String {
+    variables_text(rewrite.text, variables)
+}
+
+/// [`variables_of`] for an expression of `text` (this module's or another's).
+fn variables_text(text: &str, variables: &Expr) -> String {
     if let Expr::Attribute(attribute) = variables
         && matches!(
             attribute.attr.as_str(),
             "trainable_variables" | "trainable_weights"
         )
     {
-        return format!("{}.variables", rewrite.expression_text(&attribute.value));
+        return format!("{}.variables", &text[span(attribute.value.as_ref())]);
     }
-    rewrite.expression_text(variables).to_string()
+    text[span(variables)].to_string()
 }
 
 fn broadcast_after_first_step(
@@ -323,6 +333,14 @@ fn broadcast_after_first_step(
             return;
         }
     }
+    if let Some((path, line)) = caller_elsewhere(rewrite, &scope.qualified_name) {
+        rewrite.diagnose(Diagnostic::new(
+            Code::BroadcastPlacement,
+            span(apply),
+            format!("`{step_name}` is called by the training loop in {path} (line {line}): the one-time broadcast and the step count are rewritten there"),
+        ));
+        return;
+    }
     let used_as_value = rewrite
         .diagnostics
         .iter()
@@ -352,6 +370,113 @@ fn broadcast_after_first_step(
         "after the first call of the step, run `{0}.broadcast_variables({1}, root_rank=0)` and `{0}.broadcast_variables({2}.variables(), root_rank=0)` once",
         rewrite.hvd, targets.variables, targets.optimizer
     )));
+}
+
+/// The module and line of a loop in another module that calls the step
+/// function `qualified_name` (found by the analysis).
+fn caller_elsewhere(rewrite: &ModuleRewrite, qualified_name: &str) -> Option<(String, usize)> {
+    let analysis = rewrite.analysis;
+    analysis.modules.iter().find_map(|other| {
+        if std::ptr::eq(other, rewrite.module) {
+            return None;
+        }
+        other.sites.iter().find_map(|site| {
+            let scope = &other.scopes[site.scope];
+            let (_, call) = find_call(scope, &site.range)?;
+            let callee = crate::analysis::training::callee_name(
+                analysis.package,
+                other.module,
+                scope,
+                &call.func,
+            )?;
+            (callee == qualified_name).then(|| {
+                (
+                    other.module.source.relative_path.clone(),
+                    other.module.source.location(site.range.start).line,
+                )
+            })
+        })
+    })
+}
+
+/// The loop here calls a step function of another module: broadcast after
+/// its first call, in that function's arguments, and divide the loop.
+fn broadcast_after_step_elsewhere(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    range: &std::ops::Range<usize>,
+) {
+    let analysis = rewrite.analysis;
+    let scope = &rewrite.module.scopes[scope_index];
+    let Some((stmt, call)) = find_call(scope, range) else {
+        return;
+    };
+    let Some(callee) = crate::analysis::training::callee_name(
+        analysis.package,
+        rewrite.module.module,
+        scope,
+        &call.func,
+    ) else {
+        return;
+    };
+    let Some((step_module, step)) = analysis.modules.iter().find_map(|other| {
+        other
+            .scopes
+            .iter()
+            .find(|candidate| candidate.qualified_name == callee)
+            .map(|step| (other, step))
+    }) else {
+        return;
+    };
+    let step_name = step.name().to_string();
+    let targets = calls_in_scope(step)
+        .into_iter()
+        .find(|(_, call)| matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply_gradients"))
+        .and_then(|(_, apply)| step_targets(&step_module.module.source.text, step, apply))
+        .and_then(|targets| translate_targets(rewrite, step, call, &targets));
+    let Some(targets) = targets else {
+        rewrite.diagnose(Diagnostic::new(
+            Code::OptimizerNotFound,
+            span(call),
+            format!("the model or optimizer that `{step_name}` trains could not be named here, so no broadcast of the initial variables was added"),
+        ).with_suggestion(format!("pass the model and optimizer to `{step_name}` as arguments, or after its first call run `{0}.broadcast_variables(<model>.variables, root_rank=0)` and `{0}.broadcast_variables(<optimizer>.variables(), root_rank=0)`", rewrite.hvd)));
+        return;
+    };
+    let Some(path) = path_to(scope.body, &span(stmt)) else {
+        return;
+    };
+    let (Some(outermost), Some(innermost)) = (
+        path.iter().find(|stmt| is_loop(stmt)).copied(),
+        path.iter().rev().find(|stmt| is_loop(stmt)).copied(),
+    ) else {
+        return;
+    };
+    if !rewrite.text.contains("broadcast_variables(") {
+        place_broadcast(rewrite, outermost, stmt, &targets, Some(&step_name));
+    }
+    divide_loop_steps(rewrite, innermost);
+}
+
+/// What a step function of another module broadcasts, in its own names:
+/// `optimizer.apply_gradients(zip(grads, model.trainable_variables))`.
+fn step_targets(text: &str, step: &Scope, apply: &ast::ExprCall) -> Option<BroadcastTargets> {
+    let Expr::Attribute(attribute) = apply.func.as_ref() else {
+        return None;
+    };
+    let Expr::Call(pairs) = apply.args.first()? else {
+        return None;
+    };
+    if !is_zip(pairs) {
+        return None;
+    }
+    let variables = resolve_alias(step, pairs.args.get(1)?);
+    if !is_simple(variables) {
+        return None;
+    }
+    Some(BroadcastTargets {
+        variables: variables_text(text, variables),
+        optimizer: text[span(attribute.value.as_ref())].to_string(),
+    })
 }
 
 /// Rewrites names local to the step function into the caller's arguments.

@@ -42,29 +42,37 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         let Some((_, fit)) = find_call(scope, &site.range) else {
             continue;
         };
-        let Expr::Attribute(attribute) = fit.func.as_ref() else {
-            continue;
+        let attribute = match fit.func.as_ref() {
+            Expr::Attribute(attribute) if attribute.attr.as_str() == "fit" => attribute,
+            // `train(model, ...)`: the model is fitted in another module.
+            _ => {
+                let module = rewrite.module;
+                let model = fit
+                    .args
+                    .iter()
+                    .chain(fit.keywords.iter().map(|keyword| &keyword.value))
+                    .filter_map(dotted_name)
+                    .find(|name| module.models[site.scope].contains(name));
+                if let Some(model) = model {
+                    wrap_optimizer_compiled_for(
+                        rewrite,
+                        site.scope,
+                        &model,
+                        &site.range,
+                        &mut compiled,
+                    );
+                }
+                continue;
+            }
         };
         rewrite_callbacks(rewrite, scope, fit);
         rank_zero_verbose(rewrite, fit);
         divide_steps(rewrite, scope, fit);
-        if let Some(receiver) = dotted_name(&attribute.value) {
-            let receiver = receiver.as_str();
-            match find_compile(rewrite, site.scope, receiver) {
-                Some((compile_scope, compile)) => {
-                    if compiled.insert(span(compile)) {
-                        wrap_compiled_optimizer(rewrite, &module.scopes[compile_scope], compile);
-                    }
-                }
-                None => rewrite.diagnose(
-                    Diagnostic::new(
-                        Code::OptimizerNotFound,
-                        site.range.clone(),
-                        format!("`{receiver}.compile(...)` is not in this module, so its optimizer was not wrapped in hvd.DistributedOptimizer"),
-                    )
-                    .with_suggestion(format!("compile `{receiver}` with `optimizer={}.DistributedOptimizer(<optimizer>)`", rewrite.hvd)),
-                ),
-            }
+        // A fit run for a caller in another module: that module compiles the model.
+        if let Some(receiver) = dotted_name(&attribute.value)
+            && !site.is_model_function
+        {
+            wrap_optimizer_compiled_for(rewrite, site.scope, &receiver, &site.range, &mut compiled);
         }
     }
     // `evaluate` prints on rank 0 only.
@@ -105,6 +113,33 @@ fn wrap_model_step_tapes(rewrite: &mut ModuleRewrite) {
         if let Some(with) = with_statement {
             super::gradient_tape::wrap_tape(rewrite, scope, with, &horovod);
         }
+    }
+}
+
+/// Wraps the optimizer `receiver.compile(...)` is given (once per compile),
+/// or says that the compile is not in this module.
+fn wrap_optimizer_compiled_for(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    receiver: &str,
+    site: &std::ops::Range<usize>,
+    compiled: &mut HashSet<std::ops::Range<usize>>,
+) {
+    match find_compile(rewrite, scope_index, receiver) {
+        Some((compile_scope, compile)) => {
+            if compiled.insert(span(compile)) {
+                let module = rewrite.module;
+                wrap_compiled_optimizer(rewrite, &module.scopes[compile_scope], compile);
+            }
+        }
+        None => rewrite.diagnose(
+            Diagnostic::new(
+                Code::OptimizerNotFound,
+                site.clone(),
+                format!("`{receiver}.compile(...)` is not in this module, so its optimizer was not wrapped in hvd.DistributedOptimizer"),
+            )
+            .with_suggestion(format!("compile `{receiver}` with `optimizer={}.DistributedOptimizer(<optimizer>)`", rewrite.hvd)),
+        ),
     }
 }
 

@@ -17,12 +17,14 @@ use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{
-    ModuleRewrite, calls_in_scope, divide_loop_steps, find_call, is_loop, path_to,
+use super::common::{ModuleRewrite, calls_in_scope, divide_loop_steps, find_call};
+use super::tf1::{
+    canonical_callee, is_session_call, pin_session_config, session_names, tf1_prefix,
+    wrap_optimizers,
 };
-use super::tf1::{canonical_callee, pin_session_config, tf1_prefix, wrap_optimizers};
 use crate::analysis::training::{Scope, TrainingPattern};
 use crate::analysis::walk::{dotted_name, for_each_statement};
+use crate::analysis::walk::{is_loop, path_to};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::python::parse::span;
 
@@ -53,31 +55,6 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
     divide_training_loops(rewrite);
 }
 
-fn is_session_call(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr) -> bool {
-    matches!(expr, Expr::Call(call) if matches!(canonical_callee(rewrite, scope, call).as_deref(), Some("tensorflow.Session" | "tensorflow.InteractiveSession")))
-}
-
-/// Names bound to sessions in a scope: `sess = tf.Session()` and `with tf.Session() as sess:`.
-fn session_names(rewrite: &ModuleRewrite, scope: &Scope) -> HashSet<String> {
-    let mut names = HashSet::new();
-    for_each_statement(scope.body, false, &mut |stmt| match stmt {
-        Stmt::Assign(assign) if is_session_call(rewrite, scope, &assign.value) => {
-            names.extend(assign.targets.iter().filter_map(dotted_name));
-        }
-        Stmt::With(with) => {
-            for item in &with.items {
-                if is_session_call(rewrite, scope, &item.context_expr)
-                    && let Some(target) = item.optional_vars.as_deref().and_then(dotted_name)
-                {
-                    names.insert(target);
-                }
-            }
-        }
-        _ => {}
-    });
-    names
-}
-
 /// Whether a `run` argument initialises the global variables.
 fn is_initializer(
     rewrite: &ModuleRewrite,
@@ -105,6 +82,41 @@ fn is_initializer(
             .any(|element| is_initializer(rewrite, scope, element, initializer_names)),
         _ => false,
     }
+}
+
+/// `sess.run(hvd.broadcast_global_variables(0))` after `stmt`. A session
+/// made by assignment with `graph=` does not make its graph the default (a
+/// `with` session does), so the broadcast is built inside that graph.
+fn insert_broadcast(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt, session: &str) {
+    let broadcast = format!(
+        "{session}.run({}.broadcast_global_variables(0))",
+        rewrite.hvd
+    );
+    let mut outside_its_graph = false;
+    for candidate in [scope, &rewrite.module.scopes[0]] {
+        for_each_statement(candidate.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign
+                    .targets
+                    .iter()
+                    .any(|target| dotted_name(target).is_some_and(|name| name == session))
+                && let Expr::Call(call) = assign.value.as_ref()
+                && is_session_call(rewrite, candidate, &assign.value)
+                && crate::analysis::walk::keyword(call, "graph").is_some()
+            {
+                outside_its_graph = true;
+            }
+        });
+    }
+    let line = if outside_its_graph {
+        format!(
+            "with {session}.graph.as_default():{}{}{broadcast}",
+            rewrite.newline, rewrite.indent_unit
+        )
+    } else {
+        broadcast
+    };
+    rewrite.insert_after_statement(&span(stmt), &[line]);
 }
 
 /// `x.run(...)` calls of a scope with their statements.
@@ -143,12 +155,28 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
             {
                 continue;
             }
-            let line = format!(
-                "{receiver}.run({}.broadcast_global_variables(0))",
-                rewrite.hvd
-            );
-            rewrite.insert_after_statement(&span(stmt), &[line]);
+            insert_broadcast(rewrite, scope, stmt, &receiver);
             return;
+        }
+    }
+    // `init_op, saver = build(...)`: an initializer made elsewhere and run by
+    // name. The name says what it is; follow it and say so.
+    for scope in &module.scopes {
+        let sessions = session_names(rewrite, scope);
+        for (stmt, call, receiver) in run_calls(scope) {
+            if let (true, [Expr::Name(argument)]) =
+                (sessions.contains(&receiver), call.args.as_slice())
+                && argument.id.to_lowercase().contains("init")
+                && matches!(stmt, Stmt::Expr(_) | Stmt::Assign(_))
+            {
+                insert_broadcast(rewrite, scope, stmt, &receiver);
+                rewrite.diagnose(Diagnostic::new(
+                    Code::BroadcastPlacement,
+                    span(call),
+                    format!("`{}` is assumed to initialise the variables (it is made elsewhere; its name says so): the broadcast from rank 0 follows it", argument.id),
+                ));
+                return;
+            }
         }
     }
     if let Some(site) = module
