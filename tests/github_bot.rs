@@ -322,6 +322,23 @@ fn pull_request_event(emulator: &Emulator, action: &str) -> Value {
     ))
 }
 
+/// Seeds the usual pull request plus a comment by `user` on `issue`, runs the
+/// bot on that comment, and checks that it exited 0 and sent only valid requests.
+fn run_command(emulator: &Emulator, issue: u64, user: &str, body: &str) -> Value {
+    let event = comment_event(
+        emulator,
+        seed(optimizer_change_files(), REPOSITORY),
+        issue,
+        user,
+        body,
+    );
+    let run = on_comment(emulator, workspace().path(), &event);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let state = emulator.state();
+    assert_clean(&state);
+    state
+}
+
 /// Adds a comment to the state and returns its `issue_comment` event.
 fn comment_event(
     emulator: &Emulator,
@@ -651,17 +668,7 @@ fn pull_request_mode_opens_one_pull_request_and_a_rerun_updates_nothing() {
 #[test]
 fn a_command_from_a_user_without_write_permission_gets_a_polite_reply_and_nothing_else() {
     let emulator = Emulator::start();
-    let event = comment_event(
-        &emulator,
-        seed(optimizer_change_files(), REPOSITORY),
-        PULL,
-        "bob",
-        "/distribute",
-    );
-    let run = on_comment(&emulator, workspace().path(), &event);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let state = emulator.state();
-    assert_clean(&state);
+    let state = run_command(&emulator, PULL, "bob", "/distribute");
     let replies = bot_comments(&state, PULL);
     assert_eq!(replies.len(), 1);
     let reply = replies[0]["body"].as_str().unwrap();
@@ -681,17 +688,7 @@ fn a_command_from_a_user_without_write_permission_gets_a_polite_reply_and_nothin
 #[test]
 fn a_command_from_a_maintainer_opens_the_pull_request_and_reacts() {
     let emulator = Emulator::start();
-    let event = comment_event(
-        &emulator,
-        seed(optimizer_change_files(), REPOSITORY),
-        PULL,
-        "carol",
-        "/distribute",
-    );
-    let run = on_comment(&emulator, workspace().path(), &event);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let state = emulator.state();
-    assert_clean(&state);
+    let state = run_command(&emulator, PULL, "carol", "/distribute");
     assert_eq!(reactions_on(&state, 1001), vec!["eyes", "rocket"]);
     assert_eq!(bot_pulls(&state).len(), 1);
     assert_eq!(summaries(&state).len(), 1);
@@ -700,32 +697,12 @@ fn a_command_from_a_maintainer_opens_the_pull_request_and_reacts() {
 #[test]
 fn review_and_help_commands() {
     let emulator = Emulator::start();
-    let event = comment_event(
-        &emulator,
-        seed(optimizer_change_files(), REPOSITORY),
-        PULL,
-        "alice",
-        "/distribute review",
-    );
-    let run = on_comment(&emulator, workspace().path(), &event);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let state = emulator.state();
-    assert_clean(&state);
+    let state = run_command(&emulator, PULL, "alice", "/distribute review");
     assert_eq!(items(&state, "reviews").len(), 1);
     assert!(bot_pulls(&state).is_empty());
     assert_eq!(reactions_on(&state, 1001), vec!["eyes", "rocket"]);
 
-    let event = comment_event(
-        &emulator,
-        seed(optimizer_change_files(), REPOSITORY),
-        PULL,
-        "alice",
-        "/distribute help",
-    );
-    let run = on_comment(&emulator, workspace().path(), &event);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let state = emulator.state();
-    assert_clean(&state);
+    let state = run_command(&emulator, PULL, "alice", "/distribute help");
     let replies = bot_comments(&state, PULL);
     assert_eq!(replies.len(), 1);
     assert!(
@@ -736,16 +713,7 @@ fn review_and_help_commands() {
     );
     assert!(requests(&state, "GET", "/files").is_empty());
 
-    let event = comment_event(
-        &emulator,
-        seed(optimizer_change_files(), REPOSITORY),
-        PULL,
-        "alice",
-        "/distribute now please",
-    );
-    let run = on_comment(&emulator, workspace().path(), &event);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let state = emulator.state();
+    let state = run_command(&emulator, PULL, "alice", "/distribute now please");
     let replies = bot_comments(&state, PULL);
     assert_eq!(replies.len(), 1);
     assert!(
@@ -760,17 +728,7 @@ fn review_and_help_commands() {
 #[test]
 fn a_command_on_an_issue_that_is_not_a_pull_request_is_answered() {
     let emulator = Emulator::start();
-    let event = comment_event(
-        &emulator,
-        seed(optimizer_change_files(), REPOSITORY),
-        8,
-        "alice",
-        "/distribute",
-    );
-    let run = on_comment(&emulator, workspace().path(), &event);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let state = emulator.state();
-    assert_clean(&state);
+    let state = run_command(&emulator, 8, "alice", "/distribute");
     let replies = bot_comments(&state, 8);
     assert_eq!(replies.len(), 1);
     assert!(
