@@ -1074,3 +1074,30 @@ fn the_emulator_passes_its_own_checks() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn a_pull_request_command_on_a_fork_puts_the_rewrite_in_the_summary_instead() {
+    let emulator = Emulator::start();
+    let event = comment_event(
+        &emulator,
+        seed(optimizer_change_files(), "someone/ml-models"),
+        PULL,
+        "alice",
+        "/distribute pr",
+    );
+    let run = on_comment(&emulator, workspace().path(), &event);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let state = emulator.state();
+    assert_clean(&state);
+    assert!(bot_pulls(&state).is_empty());
+    assert!(requests(&state, "POST", "/git/refs").is_empty());
+    let summary = summaries(&state);
+    assert_eq!(summary.len(), 1);
+    let body = summary[0]["body"].as_str().unwrap();
+    assert!(body.contains("lives in a fork"), "{body}");
+    assert!(
+        body.contains("+    optimizer = hvd.DistributedOptimizer(optimizer)"),
+        "{body}"
+    );
+    assert_eq!(reactions_on(&state, 1001), vec!["eyes", "rocket"]);
+}
