@@ -151,21 +151,6 @@ pub(crate) struct Acted {
     pub pull_request: Option<u64>,
 }
 
-/// A failure while acting on the pull request.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum BotError {
-    #[error(transparent)]
-    Api(#[from] ApiError),
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
-}
-
-impl BotError {
-    fn is_forbidden(&self) -> bool {
-        matches!(self, BotError::Api(error) if error.is_forbidden())
-    }
-}
-
 impl Bot {
     async fn handle_event(&self) -> Result<i32> {
         let payload = self.environment.read_event()?;
@@ -278,7 +263,7 @@ impl Bot {
         mode: Mode,
         pull: &PullRequest,
         analysed: &Analysed,
-    ) -> Result<Acted, BotError> {
+    ) -> Result<Acted, ApiError> {
         match mode {
             Mode::Review => self.review(pull, analysed).await,
             Mode::Comment => self.comment_only(pull, analysed, Vec::new()).await,
@@ -289,14 +274,7 @@ impl Bot {
                 );
                 self.comment_only(pull, analysed, vec![note]).await
             }
-            Mode::PullRequest => {
-                if let Some(note) = self.checkout_mismatch(pull) {
-                    return Err(BotError::Other(anyhow::anyhow!(
-                        "{note} A pull request made from this checkout would undo changes of the pull request: check out its head commit (see the README's workflow)."
-                    )));
-                }
-                self.pull_request(pull, analysed).await
-            }
+            Mode::PullRequest => self.pull_request(pull, analysed).await,
         }
     }
 
@@ -326,7 +304,7 @@ impl Bot {
         let head = git::head_commit(&self.root)?;
         (head != pull.head.sha).then(|| {
             format!(
-                "The checkout is at {}, not at the pull request's head {}: line numbers may be off.",
+                "The checkout is at {}, not at the pull request's head {}: line numbers may be off, and a pull request made from it carries the checkout's version of each file it rewrites (check its diff; the README's workflow checks out the head).",
                 &head[..head.len().min(7)],
                 &pull.head.sha[..pull.head.sha.len().min(7)]
             )
@@ -364,7 +342,7 @@ impl Bot {
         pull: &PullRequest,
         analysed: &Analysed,
         extra_notes: Vec<String>,
-    ) -> Result<Acted, BotError> {
+    ) -> Result<Acted, ApiError> {
         let mut notes = analysed.notes.clone();
         notes.extend(extra_notes);
         let summary = Summary {
@@ -388,7 +366,7 @@ impl Bot {
         &self,
         number: u64,
         summary: &Summary<'_>,
-    ) -> Result<(), BotError> {
+    ) -> Result<(), ApiError> {
         let comments: Vec<IssueComment> = self
             .client
             .get_all(

@@ -7,9 +7,10 @@
 use serde::Deserialize;
 use serde_json::json;
 
+use super::client::ApiError;
 use super::model::{CreatedPullRequest, GitCommit, GitReference, PullRequest, ShaOnly};
 use super::summary::{RewriteLocation, Summary};
-use super::{Acted, Analysed, Bot, BotError, encode, normalise};
+use super::{Acted, Analysed, Bot, encode, normalise};
 use crate::report::markdown;
 
 /// The marker in the bot's pull request body.
@@ -39,7 +40,7 @@ impl Bot {
         &self,
         pull: &PullRequest,
         analysed: &Analysed,
-    ) -> Result<Acted, BotError> {
+    ) -> Result<Acted, ApiError> {
         let outcome = &analysed.outcome;
         let branch = format!("distribute/pr-{}", pull.number);
         let owner = self
@@ -236,7 +237,7 @@ impl Bot {
                             pull_request: None,
                         });
                     }
-                    Err(error) => return Err(error.into()),
+                    Err(error) => return Err(error),
                 }
             }
         };

@@ -7,10 +7,11 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
+use super::client::ApiError;
 use super::model::{PullRequest, ReviewComment};
 use super::suggestions::{self, DiffLines, Suggestion};
 use super::summary::{FileDiff, RewriteLocation, SUGGESTION_MARKER, Summary};
-use super::{Acted, Analysed, Bot, BotError, normalise};
+use super::{Acted, Analysed, Bot, normalise};
 use crate::report;
 use crate::workspace::config::OutputMode;
 
@@ -22,7 +23,7 @@ impl Bot {
         &self,
         pull: &PullRequest,
         analysed: &Analysed,
-    ) -> Result<Acted, BotError> {
+    ) -> Result<Acted, ApiError> {
         let outcome = &analysed.outcome;
         let diff_lines: HashMap<&str, DiffLines> = analysed
             .files
@@ -147,7 +148,7 @@ impl Bot {
                     posted = wanted.len() - new.len();
                     rest = Self::file_diffs(outcome);
                 }
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(error),
             }
         }
 
