@@ -509,17 +509,15 @@ impl<'a> ModuleRewrite<'a> {
 
     /// A step count divided among workers: `n // hvd.size()` for a literal,
     /// `max(1, n // hvd.size())` otherwise (SPEC 4.1).
+    /// `max(1, n // hvd.size())`: at least one step, even a literal `3` on
+    /// eight workers (`steps_per_epoch=0` stops Keras with empty logs, and
+    /// `validation_steps=0` silently drops validation).
     pub fn divided(&self, expr: &Expr) -> String {
-        let quotient = format!(
-            "{} // {}",
+        format!(
+            "max(1, {} // {})",
             self.operand_text(expr),
             self.horovod_call("size")
-        );
-        if matches!(expr, Expr::Constant(_)) {
-            quotient
-        } else {
-            format!("max(1, {quotient})")
-        }
+        )
     }
 
     fn operand_text(&self, expr: &Expr) -> String {
@@ -1468,7 +1466,7 @@ fn quote_style(body: &[Stmt], text: &str) -> char {
 /// Divides the step count of the loop that drives training (`range(n)`,
 /// `dataset.take(n)`, `while step < n`, or `if step >= n: break` inside it).
 pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
-    let limits = step_limits(rewrite, loop_statement);
+    let limits = step_limits(loop_statement);
     if !limits.is_empty() {
         for limit in limits {
             rewrite.divide_expression(limit);
@@ -1523,12 +1521,48 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
 /// The step limits a loop stops at, by a counter it increments
 /// (`step += 1`): `while step < n:`, and `if step >= n: ... break` in its
 /// body (not in nested loops or functions).
-fn step_limits<'a>(rewrite: &ModuleRewrite, loop_statement: &'a Stmt) -> Vec<&'a Expr> {
-    let loop_text = rewrite.source(span(loop_statement));
-    let increments = |counter: &str| {
-        loop_text.contains(&format!("{counter} += "))
-            || loop_text.contains(&format!("{counter} = {counter} + "))
+fn step_limits<'a>(loop_statement: &'a Stmt) -> Vec<&'a Expr> {
+    // The counter is one the loop advances: `i += 1`, or a step count read
+    // back (`_, step = sess.run([train_op, global_step])`) whose name says so.
+    // `if loss > 1e3: break` or `total += loss` are not step limits.
+    let names_a_step = |name: &str| {
+        let name = name.to_lowercase();
+        name.contains("step") || name.contains("iter")
     };
+    let mut advanced: HashSet<String> = HashSet::new();
+    for_each_statement(
+        std::slice::from_ref(loop_statement),
+        false,
+        &mut |stmt| match stmt {
+            Stmt::AugAssign(assign) => {
+                let by_a_count = matches!(
+                    assign.value.as_ref(),
+                    Expr::Constant(ast::ExprConstant {
+                        value: Constant::Int(_),
+                        ..
+                    })
+                );
+                advanced.extend(
+                    crate::analysis::walk::target_names(&assign.target)
+                        .into_iter()
+                        .filter(|name| by_a_count || names_a_step(name))
+                        .map(String::from),
+                );
+            }
+            Stmt::Assign(assign) => {
+                for target in &assign.targets {
+                    advanced.extend(
+                        crate::analysis::walk::target_names(target)
+                            .into_iter()
+                            .filter(|name| names_a_step(name))
+                            .map(String::from),
+                    );
+                }
+            }
+            _ => {}
+        },
+    );
+    let increments = |counter: &str| advanced.contains(counter);
     // `counter OP limit`, either way round, that is true once the counter
     // reaches the limit (`reached`: >=, >, ==) or while it is below (<, <=, !=).
     let limit_of = |test: &'a Expr, reached: bool| -> Option<&'a Expr> {
