@@ -232,14 +232,40 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
     }
 }
 
+/// Visits assignments, telling whether each runs conditionally. A `with`
+/// block (`with strategy.scope():`) and the `if __name__ == "__main__":`
+/// entry point run their body exactly once: not conditional.
 fn visit_assignments<'a>(body: &'a [Stmt], nested: bool, visit: &mut dyn FnMut(&'a Stmt, bool)) {
     for stmt in body {
         visit(stmt, nested);
-        if !is_scope(stmt) {
-            for inner in nested_bodies(stmt) {
-                visit_assignments(inner, true, visit);
+        match stmt {
+            Stmt::With(with) => visit_assignments(&with.body, nested, visit),
+            Stmt::If(node) if is_main_guard(&node.test) => {
+                visit_assignments(&node.body, nested, visit);
+                visit_assignments(&node.orelse, true, visit);
             }
+            _ if !is_scope(stmt) => {
+                for inner in nested_bodies(stmt) {
+                    visit_assignments(inner, true, visit);
+                }
+            }
+            _ => {}
         }
+    }
+}
+
+/// `__name__ == "__main__"` (either way round).
+fn is_main_guard(test: &Expr) -> bool {
+    let Expr::Compare(compare) = test else {
+        return false;
+    };
+    let is_name = |expr: &Expr| matches!(expr, Expr::Name(name) if name.id.as_str() == "__name__");
+    let is_main = |expr: &Expr| matches!(expr, Expr::Constant(rustpython_parser::ast::ExprConstant { value: rustpython_parser::ast::Constant::Str(text), .. }) if text == "__main__");
+    match (compare.ops.as_slice(), compare.comparators.as_slice()) {
+        ([rustpython_parser::ast::CmpOp::Eq], [right]) => {
+            (is_name(&compare.left) && is_main(right)) || (is_main(&compare.left) && is_name(right))
+        }
+        _ => false,
     }
 }
 

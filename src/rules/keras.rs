@@ -303,7 +303,9 @@ fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
     let test = rewrite.rank_zero_test();
     match keyword(call, "verbose") {
         Some(verbose) => {
-            if rewrite.calls_horovod(&verbose.value, "rank") {
+            // Already per rank, or silent everywhere (`verbose=0`).
+            let silent = matches!(&verbose.value, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(value), .. }) if value.to_string() == "0");
+            if silent || rewrite.calls_horovod(&verbose.value, "rank") {
                 return;
             }
             let value = &verbose.value;
