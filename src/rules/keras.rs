@@ -580,8 +580,30 @@ fn build_optimizer(rewrite: &ModuleRewrite, class: &str) -> String {
         .iter()
         .find(|(name, _)| *name == class)
         .map_or("0.001", |(_, default)| default);
+    // With eager execution off, `compile(optimizer="adam")` builds a legacy
+    // optimizer; the TF 2.11+ one fails there (it calls `.numpy()`).
+    let legacy = if disables_eager_execution(rewrite) {
+        "legacy."
+    } else {
+        ""
+    };
     format!(
-        "{keras}.optimizers.{class}(learning_rate={default} * {})",
+        "{keras}.optimizers.{legacy}{class}(learning_rate={default} * {})",
         rewrite.horovod_call("size")
     )
+}
+
+/// Whether the module turns graph mode on (`tf.compat.v1.disable_eager_execution()`,
+/// `disable_v2_behavior()`).
+fn disables_eager_execution(rewrite: &ModuleRewrite) -> bool {
+    rewrite.module.scopes.iter().any(|scope| {
+        calls_in_scope(scope).into_iter().any(|(_, call)| {
+            scope.bindings.resolve(&call.func).is_some_and(|callee| {
+                matches!(
+                    library::canonical_name(&callee).as_str(),
+                    "tensorflow.disable_eager_execution" | "tensorflow.disable_v2_behavior"
+                )
+            })
+        })
+    })
 }
