@@ -125,21 +125,22 @@ fn wrap_optimizer_compiled_for(
     site: &std::ops::Range<usize>,
     compiled: &mut HashSet<std::ops::Range<usize>>,
 ) {
-    match find_compile(rewrite, scope_index, receiver) {
-        Some((compile_scope, compile)) => {
-            if compiled.insert(span(compile)) {
-                let module = rewrite.module;
-                wrap_compiled_optimizer(rewrite, &module.scopes[compile_scope], compile);
-            }
+    let compiles = find_compiles(rewrite, scope_index, receiver);
+    for (compile_scope, compile) in &compiles {
+        if compiled.insert(span(*compile)) {
+            let module = rewrite.module;
+            wrap_compiled_optimizer(rewrite, &module.scopes[*compile_scope], compile);
         }
-        None => rewrite.diagnose(
+    }
+    if compiles.is_empty() {
+        rewrite.diagnose(
             Diagnostic::new(
                 Code::OptimizerNotFound,
                 site.clone(),
                 format!("`{receiver}.compile(...)` is not in this module, so its optimizer was not wrapped in hvd.DistributedOptimizer"),
             )
             .with_suggestion(format!("compile `{receiver}` with `optimizer={}.DistributedOptimizer(<optimizer>)`", rewrite.hvd)),
-        ),
+        );
     }
 }
 
@@ -384,30 +385,41 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
 }
 
 /// The `compile` call of a model: in the fit's scope first, then anywhere in the module.
-fn find_compile<'a>(
+/// Every `receiver.compile(...)` of the first scope that has one (the fit's
+/// scope, the top level, then the others): a model compiled again (to
+/// fine-tune with another optimizer) needs each optimizer wrapped.
+fn find_compiles<'a>(
     rewrite: &ModuleRewrite<'a>,
     scope_index: usize,
     receiver: &str,
-) -> Option<(usize, &'a ast::ExprCall)> {
+) -> Vec<(usize, &'a ast::ExprCall)> {
     let module = rewrite.module;
+    let is_compile = |call: &ast::ExprCall, receiver: Option<&str>| {
+        matches!(call.func.as_ref(), Expr::Attribute(attribute)
+            if attribute.attr.as_str() == "compile"
+                && receiver.is_none_or(|receiver| dotted_name(&attribute.value).as_deref() == Some(receiver)))
+    };
     let mut order: Vec<usize> = vec![scope_index, 0];
     order.extend((0..module.scopes.len()).filter(|index| *index != scope_index && *index != 0));
     for index in order {
-        for (_, call) in calls_in_scope(&module.scopes[index]) {
-            if let Expr::Attribute(attribute) = call.func.as_ref()
-                && attribute.attr.as_str() == "compile"
-                && dotted_name(&attribute.value).as_deref() == Some(receiver)
-            {
-                return Some((index, call));
-            }
+        let compiles: Vec<(usize, &ast::ExprCall)> = calls_in_scope(&module.scopes[index])
+            .into_iter()
+            .filter(|(_, call)| is_compile(call, Some(receiver)))
+            .map(|(_, call)| (index, call))
+            .collect();
+        if !compiles.is_empty() {
+            return compiles;
         }
     }
     // `model = build_model()`: the factory compiles whatever it calls the model.
-    let factory = factory_scope(rewrite, scope_index, receiver)?;
+    let Some(factory) = factory_scope(rewrite, scope_index, receiver) else {
+        return Vec::new();
+    };
     calls_in_scope(&module.scopes[factory])
         .into_iter()
-        .find(|(_, call)| matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "compile"))
+        .filter(|(_, call)| is_compile(call, None))
         .map(|(_, call)| (factory, call))
+        .collect()
 }
 
 /// The scope of the module-level function whose call result `receiver` is assigned from.
