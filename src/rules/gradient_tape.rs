@@ -34,9 +34,12 @@ use crate::python::parse::span;
 
 pub fn rewrite(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
+    // Last first: the wrap after a nested `with` goes in before the wrap after
+    // the `with` around it, at the same offset, so each lands at its own depth.
     for site in module
         .sites
         .iter()
+        .rev()
         .filter(|site| site.pattern == TrainingPattern::GradientTape)
     {
         let scope = &module.scopes[site.scope];
@@ -61,23 +64,21 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         if handled_scopes.contains(&index) {
             continue;
         }
-        let Some((stmt, apply)) = calls_in_scope(scope)
-            .into_iter()
-            .find(|(_, call)| matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply_gradients"))
-        else {
+        let applies = apply_gradients_calls(scope);
+        if applies.is_empty() {
             continue;
-        };
+        }
         handled_scopes.push(index);
-        let is_statement = match stmt {
-            Stmt::Expr(expression) => span(expression.value.as_ref()) == span(apply),
-            Stmt::Assign(assign) => span(assign.value.as_ref()) == span(apply),
+        let nested = applies.iter().find(|(stmt, apply)| !match stmt {
+            Stmt::Expr(expression) => span(expression.value.as_ref()) == span(*apply),
+            Stmt::Assign(assign) => span(assign.value.as_ref()) == span(*apply),
             _ => false,
-        };
-        if !is_statement {
+        });
+        if let Some((_, apply)) = nested {
             rewrite.diagnose(
                 Diagnostic::new(
                     Code::ApplyGradientsPosition,
-                    span(apply),
+                    span(*apply),
                     "`apply_gradients` is nested in a larger expression, so the one-time broadcast of the initial variables could not be placed after it",
                 )
                 .with_suggestion("call `apply_gradients(...)` as a statement of its own"),
@@ -87,21 +88,29 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         if already_broadcast {
             continue;
         }
-        broadcast_after_first_step(rewrite, index, stmt, apply);
+        broadcast_after_first_step(rewrite, index, &applies);
     }
 }
 
-/// The name a `with` item binds the tape to.
-fn tape_name<'a>(scope: &Scope, with: &'a ast::StmtWith) -> Option<&'a str> {
-    with.items.iter().find_map(|item| {
-        if !is_gradient_tape_call(&scope.bindings, &item.context_expr) {
-            return None;
-        }
-        match item.optional_vars.as_deref() {
+/// The `x.apply_gradients(...)` calls of a scope, in order (a GAN step has one per model).
+fn apply_gradients_calls<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
+    calls_in_scope(scope)
+        .into_iter()
+        .filter(|(_, call)| matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply_gradients"))
+        .collect()
+}
+
+/// The names the items of a `with` bind tapes to (`with tf.GradientTape() as
+/// gen_tape, tf.GradientTape() as disc_tape:` binds two).
+fn tape_names<'a>(scope: &Scope, with: &'a ast::StmtWith) -> Vec<&'a str> {
+    with.items
+        .iter()
+        .filter(|item| is_gradient_tape_call(&scope.bindings, &item.context_expr))
+        .filter_map(|item| match item.optional_vars.as_deref() {
             Some(Expr::Name(name)) => Some(name.id.as_str()),
             _ => None,
-        }
-    })
+        })
+        .collect()
 }
 
 /// `tape = <horovod>.DistributedGradientTape(tape)` after the `with` block (or
@@ -112,27 +121,26 @@ pub(super) fn wrap_tape(
     with: &ast::StmtWith,
     horovod: &str,
 ) {
-    let Some(tape) = tape_name(scope, with) else {
-        return;
-    };
-    if rewrite.is_assigned_from_horovod(scope.body, tape, "DistributedGradientTape") {
-        return;
-    }
-    let line = format!("{tape} = {horovod}.DistributedGradientTape({tape})");
-    let gradient_inside = with
-        .body
-        .iter()
-        .find(|stmt| statement_calls_method(stmt, tape, "gradient"));
-    match gradient_inside {
-        Some(stmt) => rewrite.insert_before_statement(&span(stmt), &[line]),
-        None => {
-            let with_range = span(with);
-            let with_range = with_range.start
-                ..with
-                    .body
-                    .last()
-                    .map_or(with_range.end, |last| span(last).end);
-            rewrite.insert_after_statement(&with_range, &[line]);
+    for tape in tape_names(scope, with) {
+        if rewrite.is_assigned_from_horovod(scope.body, tape, "DistributedGradientTape") {
+            continue;
+        }
+        let line = format!("{tape} = {horovod}.DistributedGradientTape({tape})");
+        let gradient_inside = with
+            .body
+            .iter()
+            .find(|stmt| statement_calls_method(stmt, tape, "gradient"));
+        match gradient_inside {
+            Some(stmt) => rewrite.insert_before_statement(&span(stmt), &[line]),
+            None => {
+                let with_range = span(with);
+                let with_range = with_range.start
+                    ..with
+                        .body
+                        .last()
+                        .map_or(with_range.end, |last| span(last).end);
+                rewrite.insert_after_statement(&with_range, &[line]);
+            }
         }
     }
 }
@@ -268,12 +276,18 @@ fn variables_text(text: &str, variables: &Expr) -> String {
 fn broadcast_after_first_step(
     rewrite: &mut ModuleRewrite,
     scope_index: usize,
-    stmt: &Stmt,
-    apply: &ast::ExprCall,
+    applies: &[(&Stmt, &ast::ExprCall)],
 ) {
     let module = rewrite.module;
     let scope = &module.scopes[scope_index];
-    let Some(targets) = broadcast_targets(rewrite, scope, apply) else {
+    // Every model the step trains (a GAN has two) is broadcast, after the
+    // last of its optimizer steps (each optimizer's slots exist only then).
+    let (stmt, apply) = *applies.last().expect("at least one apply_gradients");
+    let targets: Option<Vec<BroadcastTargets>> = applies
+        .iter()
+        .map(|(_, apply)| broadcast_targets(rewrite, scope, apply))
+        .collect();
+    let Some(targets) = targets else {
         rewrite.diagnose(Diagnostic::new(
             Code::OptimizerNotFound,
             span(apply),
@@ -311,7 +325,11 @@ fn broadcast_after_first_step(
             let Some(outermost) = path.iter().find(|stmt| is_loop(stmt)) else {
                 continue;
             };
-            let Some(translated) = translate_targets(rewrite, scope, call, &targets) else {
+            let translated: Option<Vec<BroadcastTargets>> = targets
+                .iter()
+                .map(|targets| translate_targets(rewrite, scope, call, targets))
+                .collect();
+            let Some(translated) = translated else {
                 rewrite.diagnose(Diagnostic::new(
                     Code::OptimizerNotFound,
                     span(apply),
@@ -368,7 +386,7 @@ fn broadcast_after_first_step(
     };
     rewrite.diagnose(Diagnostic::new(code, span(apply), message).with_suggestion(format!(
         "after the first call of the step, run `{0}.broadcast_variables({1}, root_rank=0)` and `{0}.broadcast_variables({2}.variables(), root_rank=0)` once",
-        rewrite.hvd, targets.variables, targets.optimizer
+        rewrite.hvd, targets[0].variables, targets[0].optimizer
     )));
 }
 
@@ -429,11 +447,18 @@ fn broadcast_after_step_elsewhere(
         return;
     };
     let step_name = step.name().to_string();
-    let targets = calls_in_scope(step)
-        .into_iter()
-        .find(|(_, call)| matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply_gradients"))
-        .and_then(|(_, apply)| step_targets(&step_module.module.source.text, step, apply))
-        .and_then(|targets| translate_targets(rewrite, step, call, &targets));
+    let applies = apply_gradients_calls(step);
+    let targets: Option<Vec<BroadcastTargets>> = (!applies.is_empty())
+        .then(|| {
+            applies
+                .iter()
+                .map(|(_, apply)| {
+                    step_targets(&step_module.module.source.text, step, apply)
+                        .and_then(|targets| translate_targets(rewrite, step, call, &targets))
+                })
+                .collect()
+        })
+        .flatten();
     let Some(targets) = targets else {
         rewrite.diagnose(Diagnostic::new(
             Code::OptimizerNotFound,
@@ -545,7 +570,7 @@ fn place_broadcast(
     rewrite: &mut ModuleRewrite,
     outermost_loop: &Stmt,
     after: &Stmt,
-    targets: &BroadcastTargets,
+    targets: &[BroadcastTargets],
     step_name: Option<&str>,
 ) {
     let hvd = rewrite.hvd.clone();
@@ -558,17 +583,26 @@ fn place_broadcast(
         .iter()
         .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
     // tf.keras 2 optimizers expose `variables()` (a method, or a callable list since Keras 2.11); Keras 3 a property.
-    let optimizer_variables = if keras_3 {
-        format!("{}.variables", targets.optimizer)
-    } else {
-        format!("{}.variables()", targets.optimizer)
-    };
+    let mut broadcasts: Vec<String> = Vec::new();
+    for target in targets {
+        let optimizer_variables = if keras_3 {
+            format!("{}.variables", target.optimizer)
+        } else {
+            format!("{}.variables()", target.optimizer)
+        };
+        for variables in [target.variables.clone(), optimizer_variables] {
+            let line = format!("{unit}{hvd}.broadcast_variables({variables}, root_rank=0)");
+            if !broadcasts.contains(&line) {
+                broadcasts.push(line);
+            }
+        }
+    }
     rewrite.insert_before_statement(&span(outermost_loop), &[format!("{flag} = False")]);
     rewrite.insert_after_statement(
         &span(after),
         &[format!(
-            "if not {flag}:\n{unit}{hvd}.broadcast_variables({}, root_rank=0)\n{unit}{hvd}.broadcast_variables({optimizer_variables}, root_rank=0)\n{unit}{flag} = True",
-            targets.variables
+            "if not {flag}:\n{}\n{unit}{flag} = True",
+            broadcasts.join("\n")
         )],
     );
     let line = rewrite
