@@ -60,7 +60,7 @@ fn imports_at_top(rewrite: &mut ModuleRewrite) {
     }
     for range in late {
         rewrite.diagnose(
-            Diagnostic::new(Code::ImportNotAtTop, range, "import after other code: the Horovod init block is placed after the last top-level import, so code above this line runs before hvd.init()")
+            Diagnostic::new(Code::ImportNotAtTop, range, "import after other code: it runs after the Horovod init block, which follows the imports at the top")
                 .with_suggestion("move the import to the import block at the top of the module"),
         );
     }

@@ -605,7 +605,7 @@ impl<'a> ModuleRewrite<'a> {
         ) {
             // TF1 pins the GPU through the session's ConfigProto instead.
             let lines = vec![String::new(), format!("{hvd}.init()")];
-            match last_import(body).map(span) {
+            match init_anchor(body).map(span) {
                 Some(range) => self.insert_after_statement(&range, &lines),
                 None => {
                     let offset = after_docstring_and_future(body, self.text);
@@ -630,7 +630,7 @@ impl<'a> ModuleRewrite<'a> {
                 "if {gpus}:\n{unit}{tf}.config.experimental.set_visible_devices({gpus}[{hvd}.local_rank()], {gpu_string})"
             ),
         ];
-        match last_import(body).map(span) {
+        match init_anchor(body).map(span) {
             Some(range) => {
                 let mut lines = lines;
                 let next_offset =
@@ -1368,6 +1368,31 @@ fn imports_tensorflow(stmt: &Stmt) -> bool {
         }),
         _ => false,
     }
+}
+
+/// Where the init block goes: after the run of top-level imports that holds
+/// the tensorflow import (code further down, even above a late import, may
+/// use `hvd`); the last top-level import when tensorflow is imported elsewhere.
+fn init_anchor(body: &[Stmt]) -> Option<&Stmt> {
+    let is_import = |stmt: &Stmt| match stmt {
+        Stmt::Import(_) | Stmt::ImportFrom(_) => true,
+        Stmt::Try(node) => {
+            !node.body.is_empty()
+                && node
+                    .body
+                    .iter()
+                    .all(|inner| matches!(inner, Stmt::Import(_) | Stmt::ImportFrom(_)))
+        }
+        _ => false,
+    };
+    let Some(first) = body.iter().position(imports_tensorflow) else {
+        return last_import(body);
+    };
+    let run = body[first..]
+        .iter()
+        .take_while(|stmt| is_import(stmt))
+        .count();
+    body.get(first + run - 1)
 }
 
 /// The last top-level import statement (a `try:` of imports counts as one).
