@@ -1030,6 +1030,68 @@ impl<'a> ModuleRewrite<'a> {
         if !run.is_empty() {
             self.guard_statements(&run);
         }
+        self.barrier_before_reading_back(scope, group, group_end);
+    }
+
+    /// A save moved to rank 0 and read back further down (`load_model`,
+    /// `restore`, `latest_checkpoint`...) would be read by the other ranks
+    /// before rank 0 has written it: wait for rank 0 right after the save.
+    fn barrier_before_reading_back(&mut self, scope: &Scope, group: &[&Stmt], group_end: usize) {
+        const SAVES: &[&str] = &["save", "save_weights", "write"];
+        const READS: &[&str] = &[
+            "load_model",
+            "load_weights",
+            "restore",
+            "latest_checkpoint",
+            "load",
+        ];
+        let method_of = |call: &ast::ExprCall| -> Option<String> {
+            match call.func.as_ref() {
+                Expr::Attribute(attribute) => Some(attribute.attr.to_string()),
+                Expr::Name(name) => Some(name.id.to_string()),
+                _ => None,
+            }
+        };
+        let save = group.iter().find_map(|stmt| {
+            calls_in_statement(stmt)
+                .into_iter()
+                .find(|call| method_of(call).is_some_and(|method| SAVES.contains(&method.as_str())))
+        });
+        let Some(save) = save else {
+            return;
+        };
+        let mut reads_back = false;
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if span(stmt).start >= group_end
+                && calls_in_statement(stmt).into_iter().any(|call| {
+                    method_of(call).is_some_and(|method| READS.contains(&method.as_str()))
+                })
+            {
+                reads_back = true;
+            }
+        });
+        if !reads_back || self.text[group_end..].contains("save_barrier") {
+            return;
+        }
+        let barrier = match self.pattern {
+            TrainingPattern::Keras => format!("{}.allreduce(0, name=\"save_barrier\")", self.hvd),
+            TrainingPattern::GradientTape => format!(
+                "{}.allreduce({}.constant(0), name=\"save_barrier\")",
+                self.hvd, self.tf
+            ),
+            // Graph mode: the barrier runs in the session that saved.
+            _ => match save.args.first() {
+                Some(Expr::Name(session)) => format!(
+                    "{}.run({}.allreduce({}.constant(0), name=\"save_barrier\"))",
+                    session.id, self.hvd, self.tf
+                ),
+                _ => return,
+            },
+        };
+        let last = group.last().map_or(0..0, |last| span(*last));
+        let first = group.first().map_or(0..0, |first| span(*first));
+        let line = format!("{barrier}  # rank 0 has written it before anyone reads it back");
+        self.insert_after_statement(&(first.start..last.end), &[line]);
     }
 
     fn must_run_on_rank_zero(
