@@ -730,6 +730,15 @@ impl<'a> ModuleRewrite<'a> {
             }
             self.first_scaled_call.get_or_insert(span(call));
             true
+        } else if let Some(unpacked) = call.keywords.iter().find(|keyword| keyword.arg.is_none()) {
+            // `Adam(**config)`: the rate may be in the dict, and a second one is a TypeError.
+            let text = self.expression_text(&unpacked.value).to_string();
+            let size = self.horovod_call("size");
+            self.diagnose(
+                Diagnostic::new(Code::OptimizerNotFound, span(call), format!("the learning rate of this optimizer may be in `**{text}`, so it was not scaled by {size}"))
+                    .with_suggestion(format!("multiply the `{}` given in `{text}` by `{size}`", argument.keyword)),
+            );
+            false
         } else if let Some(default) = argument.default {
             let value = format!("{default} * {}", self.horovod_call("size"));
             self.add_keyword(call, argument.keyword, &value);

@@ -65,9 +65,14 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
                 continue;
             }
         };
-        rewrite_callbacks(rewrite, scope, fit);
-        rank_zero_verbose(rewrite, fit);
-        divide_steps(rewrite, scope, fit);
+        match fit.keywords.iter().find(|keyword| keyword.arg.is_none()) {
+            Some(unpacked) => rewrite_unpacked_fit(rewrite, scope, fit, &unpacked.value),
+            None => {
+                rewrite_callbacks(rewrite, scope, fit);
+                rank_zero_verbose(rewrite, fit);
+                divide_steps(rewrite, scope, fit);
+            }
+        }
         // A fit run for a caller in another module: that module compiles the model.
         if let Some(receiver) = dotted_name(&attribute.value)
             && !site.is_model_function
@@ -142,6 +147,82 @@ fn wrap_optimizer_compiled_for(
             .with_suggestion(format!("compile `{receiver}` with `optimizer={}.DistributedOptimizer(<optimizer>)`", rewrite.hvd)),
         );
     }
+}
+
+/// `model.fit(data, **fit_kwargs)`: a keyword added beside the unpacked dict
+/// would be given twice when the dict has it too (a TypeError). What the
+/// call does not name goes into the dict instead:
+/// `**{**fit_kwargs, "callbacks": [...], "verbose": ..., **({"steps_per_epoch": ...} if ... else {})}`.
+fn rewrite_unpacked_fit(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+    unpacked: &Expr,
+) {
+    if rewrite.calls_horovod_attribute(unpacked, "BroadcastGlobalVariablesCallback")
+        || rewrite
+            .expression_text(unpacked)
+            .contains("BroadcastGlobalVariablesCallback")
+    {
+        return;
+    }
+    let dict = rewrite.expression_text(unpacked).to_string();
+    let dict = if matches!(
+        unpacked,
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_)
+    ) {
+        dict
+    } else {
+        format!("({dict})")
+    };
+    let quote = rewrite.quote;
+    let quoted = |key: &str| format!("{quote}{key}{quote}");
+    let size = rewrite.horovod_call("size");
+    let test = rewrite.rank_zero_test();
+    let mut entries = vec![format!("**{dict}")];
+    if keyword(fit, "callbacks").is_some() {
+        rewrite_callbacks(rewrite, scope, fit);
+    } else {
+        let [broadcast, average] = broadcast_callbacks(rewrite);
+        entries.push(format!(
+            "{}: [{broadcast}, {average}, *{dict}.get({}, [])]",
+            quoted("callbacks"),
+            quoted("callbacks")
+        ));
+        rewrite.diagnose(
+            Diagnostic::new(Code::CallbacksNotVisible, span(unpacked), format!("the callbacks in `{dict}` are not visible: any that write files (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) will run on every rank"))
+                .with_suggestion(format!("add file-writing callbacks only when `{test}`")),
+        );
+    }
+    if keyword(fit, "verbose").is_some() {
+        rank_zero_verbose(rewrite, fit);
+    } else {
+        entries.push(format!(
+            "{}: {dict}.get({}, 1) if {test} else 0",
+            quoted("verbose"),
+            quoted("verbose")
+        ));
+    }
+    for name in ["steps_per_epoch", "validation_steps"] {
+        match keyword(fit, name) {
+            Some(steps) => rewrite.divide_expression(&steps.value),
+            None => entries.push(format!(
+                "**({{{key}: max(1, {dict}[{key}] // {size})}} if {key} in {dict} and {dict}[{key}] else {{}})",
+                key = quoted(name)
+            )),
+        }
+    }
+    // One entry per line, indented one level past the line of the call.
+    let indentation = crate::python::source::indentation_at(rewrite.text, span(fit).start);
+    let inner = format!("{}{indentation}{}", rewrite.newline, rewrite.indent_unit);
+    rewrite.edits.push(Edit::replacement(
+        span(unpacked),
+        format!(
+            "{{{inner}{},{}{indentation}}}",
+            entries.join(&format!(",{inner}")),
+            rewrite.newline
+        ),
+    ));
 }
 
 fn broadcast_callbacks(rewrite: &ModuleRewrite) -> [String; 2] {
