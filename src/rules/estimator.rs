@@ -22,6 +22,7 @@ use crate::analysis::training::{
 };
 use crate::analysis::walk::keyword;
 use crate::diagnostics::{Code, Diagnostic};
+use crate::python::edit::Edit;
 use crate::python::parse::span;
 
 pub fn rewrite(rewrite: &mut ModuleRewrite) {
@@ -61,6 +62,38 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
     divide_stop_at_step_hooks(rewrite);
 }
 
+/// A canned Estimator (`DNNRegressor(..., optimizer=Adagrad(...))`) builds
+/// its train op from the optimizer it is given: wrap that one. One given by
+/// name, or the default, cannot be wrapped here: say what to pass instead.
+fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
+    let hvd = rewrite.hvd.clone();
+    match keyword(call, "optimizer").map(|keyword| &keyword.value) {
+        Some(Expr::Call(optimizer)) => {
+            if !rewrite.calls_horovod_attribute(&optimizer.func, "DistributedOptimizer") {
+                let range = span(optimizer);
+                rewrite.edits.push(Edit::insertion(
+                    range.start,
+                    format!("{hvd}.DistributedOptimizer("),
+                ));
+                rewrite.edits.push(Edit::insertion(range.end, ")"));
+            }
+        }
+        other => {
+            let (at, what) = match other {
+                Some(value) => (
+                    span(value),
+                    format!("the optimizer `{}`", rewrite.expression_text(value)),
+                ),
+                None => (span(call), "the default optimizer".to_string()),
+            };
+            rewrite.diagnose(
+                Diagnostic::new(Code::OptimizerNotFound, at, format!("this canned Estimator trains with {what}, which could not be wrapped: its gradients are not averaged across workers"))
+                    .with_suggestion(format!("pass `optimizer={hvd}.DistributedOptimizer(<an optimizer object, its learning rate * {}>)`", rewrite.horovod_call("size"))),
+            );
+        }
+    }
+}
+
 fn rewrite_estimator_construction(
     rewrite: &mut ModuleRewrite,
     scope: &Scope,
@@ -68,7 +101,11 @@ fn rewrite_estimator_construction(
     call: &ast::ExprCall,
 ) {
     rank_zero_directory(rewrite, call, "model_dir");
-    if let Some(function) = model_function_argument(call) {
+    let canned = canonical_callee(rewrite, scope, call)
+        .is_some_and(|callee| callee != "tensorflow.estimator.Estimator");
+    if canned {
+        wrap_canned_optimizer(rewrite, call);
+    } else if let Some(function) = model_function_argument(call) {
         let resolved = match function {
             Expr::Call(partial) => partial.args.first().and_then(|first| {
                 callee_name(
