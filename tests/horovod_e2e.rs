@@ -77,6 +77,17 @@ e2e_cases!(
     tf1_explicit_graph,
     tape_step_in_other_module,
     keras_fit_in_other_module,
+    keras_generator_resume,
+    keras_one_device_strategy,
+    keras_notebook_pinned_gpu,
+    keras_finetune_two_stages,
+    keras_fit_kwargs_from_config,
+    keras_save_and_reload,
+    keras_graph_mode_v1,
+    tape_function_returns_grads,
+    tape_gan_two_optimizers,
+    estimator_canned_regressor_v2,
+    tf1_session_decay_while,
 );
 
 #[test]
