@@ -1445,30 +1445,24 @@ fn imports_tensorflow(stmt: &Stmt) -> bool {
 /// the tensorflow import (code further down, even above a late import, may
 /// use `hvd`); the last top-level import when tensorflow is imported elsewhere.
 fn init_anchor(body: &[Stmt]) -> Option<&Stmt> {
-    let is_import = |stmt: &Stmt| match stmt {
-        Stmt::Import(_) | Stmt::ImportFrom(_) => true,
-        Stmt::Try(node) => {
-            !node.body.is_empty()
-                && node
-                    .body
-                    .iter()
-                    .all(|inner| matches!(inner, Stmt::Import(_) | Stmt::ImportFrom(_)))
-        }
-        _ => false,
-    };
     let Some(first) = body.iter().position(imports_tensorflow) else {
         return last_import(body);
     };
     let run = body[first..]
         .iter()
-        .take_while(|stmt| is_import(stmt))
+        .take_while(|stmt| is_import_statement(stmt))
         .count();
     body.get(first + run - 1)
 }
 
 /// The last top-level import statement (a `try:` of imports counts as one).
 pub fn last_import(body: &[Stmt]) -> Option<&Stmt> {
-    body.iter().rev().find(|stmt| match stmt {
+    body.iter().rev().find(|stmt| is_import_statement(stmt))
+}
+
+/// An import, or a `try:` made only of imports (the optional-dependency idiom).
+fn is_import_statement(stmt: &Stmt) -> bool {
+    match stmt {
         Stmt::Import(_) | Stmt::ImportFrom(_) => true,
         Stmt::Try(node) => {
             !node.body.is_empty()
@@ -1478,7 +1472,7 @@ pub fn last_import(body: &[Stmt]) -> Option<&Stmt> {
                     .all(|inner| matches!(inner, Stmt::Import(_) | Stmt::ImportFrom(_)))
         }
         _ => false,
-    })
+    }
 }
 
 /// Offset after the module docstring and `from __future__` imports.

@@ -187,20 +187,13 @@ fn broadcast_targets(
         Expr::Name(name) => {
             // `pairs = zip(grads, variables)` is consumed by `apply_gradients`:
             // materialise it so that anything reading it later sees the pairs.
-            let mut zip_call = None;
-            for_each_statement(scope.body, false, &mut |stmt| {
-                if let Stmt::Assign(assign) = stmt
-                    && assign
-                        .targets
-                        .iter()
-                        .any(|target| matches!(target, Expr::Name(target) if target.id == name.id))
-                    && let Expr::Call(call) = assign.value.as_ref()
-                    && is_zip(call)
-                {
-                    zip_call = Some(call);
-                }
-            });
-            let call = zip_call?;
+            let call = values_assigned_to(scope, name.id.as_str())
+                .into_iter()
+                .rev()
+                .find_map(|value| match value {
+                    Expr::Call(call) if is_zip(call) => Some(call),
+                    _ => None,
+                })?;
             let range = span(call);
             rewrite.edits.push(Edit::insertion(range.start, "list("));
             rewrite.edits.push(Edit::insertion(range.end, ")"));
@@ -223,21 +216,26 @@ fn resolve_alias<'a>(scope: &Scope<'a>, expr: &'a Expr) -> &'a Expr {
     let Expr::Name(name) = expr else {
         return expr;
     };
+    match values_assigned_to(scope, name.id.as_str()).as_slice() {
+        [value] if is_simple(value) => value,
+        _ => expr,
+    }
+}
+
+/// The values `name = ...` assigns in a scope's own statements, in order.
+fn values_assigned_to<'a>(scope: &Scope<'a>, name: &str) -> Vec<&'a Expr> {
     let mut values = Vec::new();
     for_each_statement(scope.body, false, &mut |stmt| {
         if let Stmt::Assign(assign) = stmt
             && assign
                 .targets
                 .iter()
-                .any(|target| matches!(target, Expr::Name(target) if target.id == name.id))
+                .any(|target| matches!(target, Expr::Name(target) if target.id.as_str() == name))
         {
             values.push(assign.value.as_ref());
         }
     });
-    match values.as_slice() {
-        [value] if is_simple(value) => value,
-        _ => expr,
-    }
+    values
 }
 
 fn is_zip(call: &ast::ExprCall) -> bool {
