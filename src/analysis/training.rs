@@ -94,6 +94,9 @@ pub struct ModuleAnalysis<'a> {
     pub models: Vec<HashSet<String>>,
     /// Model receivers of `fit` that are only parameters: assumed models.
     pub assumed_models: Vec<(usize, String, Range<usize>)>,
+    /// Step functions of this module called by a loop in another module, by
+    /// scope index: that module's relative path and the line of the call.
+    pub step_callers: HashMap<usize, (String, usize)>,
 }
 
 impl ModuleAnalysis<'_> {
@@ -221,6 +224,7 @@ impl<'a> Analysis<'a> {
                 sites: Vec::new(),
                 models,
                 assumed_models: Vec::new(),
+                step_callers: HashMap::new(),
             };
             find_sites(package, &mut analysis);
             for (index, scope) in analysis.scopes.iter().enumerate() {
@@ -588,7 +592,8 @@ fn attach_step_callers(package: &Package, modules: &mut [ModuleAnalysis]) {
     if steps.is_empty() {
         return;
     }
-    let mut called_elsewhere: HashSet<String> = HashSet::new();
+    // Step function -> (module path, line) of the first loop elsewhere calling it.
+    let mut called_elsewhere: HashMap<String, (String, usize)> = HashMap::new();
     for analysis in modules.iter_mut() {
         let mut found = Vec::new();
         for (index, scope) in analysis.scopes.iter().enumerate() {
@@ -606,7 +611,12 @@ fn attach_step_callers(package: &Package, modules: &mut [ModuleAnalysis]) {
                         });
                     if calls_a_step && in_loop {
                         found.push((index, span(call)));
-                        called_elsewhere.insert(callee);
+                        called_elsewhere.entry(callee).or_insert_with(|| {
+                            (
+                                analysis.module.source.relative_path.clone(),
+                                analysis.module.source.location(span(call).start).line,
+                            )
+                        });
                     }
                 }
             });
@@ -623,11 +633,17 @@ fn attach_step_callers(package: &Package, modules: &mut [ModuleAnalysis]) {
         }
         analysis.sites.sort_by_key(|site| site.range.start);
     }
-    // The step's own module is run by that loop: no init block of its own.
+    // The step's own module is run by that loop: no init block of its own,
+    // and its rewrite says where the loop is.
     for analysis in modules.iter_mut() {
+        for (index, scope) in analysis.scopes.iter().enumerate() {
+            if let Some(caller) = called_elsewhere.get(&scope.qualified_name) {
+                analysis.step_callers.insert(index, caller.clone());
+            }
+        }
         for site in analysis.sites.iter_mut() {
             if site.pattern == TrainingPattern::GradientTape
-                && called_elsewhere.contains(&analysis.scopes[site.scope].qualified_name)
+                && analysis.step_callers.contains_key(&site.scope)
             {
                 site.is_model_function = true;
             }

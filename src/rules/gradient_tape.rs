@@ -349,7 +349,7 @@ fn broadcast_after_first_step(
             return;
         }
     }
-    if let Some((path, line)) = caller_elsewhere(rewrite, &scope.qualified_name) {
+    if let Some((path, line)) = module.step_callers.get(&scope_index) {
         rewrite.diagnose(Diagnostic::new(
             Code::BroadcastPlacement,
             span(apply),
@@ -386,33 +386,6 @@ fn broadcast_after_first_step(
         "after the first call of the step, run `{0}.broadcast_variables({1}, root_rank=0)` and `{0}.broadcast_variables({2}.variables(), root_rank=0)` once",
         rewrite.hvd, targets[0].variables, targets[0].optimizer
     )));
-}
-
-/// The module and line of a loop in another module that calls the step
-/// function `qualified_name` (found by the analysis).
-fn caller_elsewhere(rewrite: &ModuleRewrite, qualified_name: &str) -> Option<(String, usize)> {
-    let analysis = rewrite.analysis;
-    analysis.modules.iter().find_map(|other| {
-        if std::ptr::eq(other, rewrite.module) {
-            return None;
-        }
-        other.sites.iter().find_map(|site| {
-            let scope = &other.scopes[site.scope];
-            let (_, call) = find_call(scope, &site.range)?;
-            let callee = crate::analysis::training::callee_name(
-                analysis.package,
-                other.module,
-                scope,
-                &call.func,
-            )?;
-            (callee == qualified_name).then(|| {
-                (
-                    other.module.source.relative_path.clone(),
-                    other.module.source.location(site.range.start).line,
-                )
-            })
-        })
-    })
 }
 
 /// The loop here calls a step function of another module: broadcast after
