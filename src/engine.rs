@@ -162,7 +162,8 @@ pub fn rewrite_in_scope(
         let Some(mut result) = rewrite_module(analysis, module, options) else {
             continue;
         };
-        // Per-code severity from the configuration; `off` drops the diagnostic.
+        // Per-code severity from the configuration; `off` drops the
+        // diagnostic and the edits it explains.
         result
             .diagnostics
             .retain_mut(|diagnostic| match config.severity_of(diagnostic.code) {
@@ -213,7 +214,11 @@ fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> Mod
         diagnostics,
         rewrite_error: None,
     };
-    match apply_edits(&source.text, &result.edits) {
+    let mut edits = result.edits;
+    for diagnostic in result.diagnostics {
+        edits.extend(diagnostic.fix);
+    }
+    match apply_edits(&source.text, &edits) {
         Err(conflict) => {
             let at = source.location(conflict.second.range.start);
             outcome.rewrite_error = Some(format!(

@@ -248,3 +248,31 @@ fn configuration_errors_name_the_file_key_and_line() {
     assert_eq!(code, 2);
     assert!(stderr.contains("missing.yml: cannot read"), "{stderr}");
 }
+
+/// A fix belongs to the diagnostic that explains it: DST104 `off` keeps the
+/// user's device pinning, where the default removes it and says so.
+#[test]
+fn turning_a_code_off_drops_the_edits_it_explains() {
+    let file = "train.py";
+    let pinning = "os.environ[\"CUDA_VISIBLE_DEVICES\"] = \"0\"";
+    let scratch = scratch_copy(&["keras_cuda_visible_devices"]);
+    let (_, default_diff, _) = distribute(scratch.path(), &["diff", "--root", "."]);
+    assert!(default_diff.contains("DST104"), "{default_diff}");
+    assert!(
+        default_diff.contains(&format!("-{pinning}")),
+        "by default the pinning is removed:\n{default_diff}"
+    );
+    std::fs::write(
+        scratch.path().join(".distribute.yml"),
+        "severity:\n  device-pinning-removed: off\n",
+    )
+    .unwrap();
+    let (code, _, _) = distribute(scratch.path(), &["fix", "--root", "."]);
+    assert_eq!(code, 1, "the rest of the rewrite is still made");
+    let rewritten = std::fs::read_to_string(scratch.path().join(file)).unwrap();
+    assert!(rewritten.contains(pinning), "{rewritten}");
+    assert!(
+        rewritten.contains("hvd.DistributedOptimizer"),
+        "{rewritten}"
+    );
+}

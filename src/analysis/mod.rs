@@ -2,6 +2,7 @@
 //! training-loop summaries and the training API pattern of each module.
 
 pub mod bindings;
+pub mod index;
 pub mod library;
 pub mod package;
 pub mod training;

@@ -8,6 +8,7 @@ use std::ops::Range;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::bindings::{Bindings, collect_bindings};
+use super::index::{self, ScopeIndex, SemanticIndex};
 use super::library::{self, KERAS_MODEL};
 use super::package::{Module, Package};
 use super::walk::{calls_in_statement, dotted_name, for_each_statement, is_scope, nested_bodies};
@@ -58,6 +59,8 @@ pub struct Scope<'a> {
     pub parent: Option<usize>,
     /// Defined inside an `if`/`try`/loop rather than unconditionally.
     pub defined_conditionally: bool,
+    /// The scope's statements, calls and assignments, collected once.
+    pub facts: ScopeIndex<'a>,
 }
 
 impl Scope<'_> {
@@ -97,6 +100,8 @@ pub struct ModuleAnalysis<'a> {
     /// Step functions of this module called by a loop in another module, by
     /// scope index: that module's relative path and the line of the call.
     pub step_callers: HashMap<usize, (String, usize)>,
+    /// Facts that span the module's scopes.
+    pub index: SemanticIndex,
 }
 
 impl ModuleAnalysis<'_> {
@@ -225,6 +230,7 @@ impl<'a> Analysis<'a> {
                 models,
                 assumed_models: Vec::new(),
                 step_callers: HashMap::new(),
+                index: SemanticIndex::default(),
             };
             find_sites(package, &mut analysis);
             for (index, scope) in analysis.scopes.iter().enumerate() {
@@ -255,6 +261,15 @@ impl<'a> Analysis<'a> {
         attach_estimator_model_functions(package, &mut modules);
         attach_step_callers(package, &mut modules);
         attach_delegated_fits(package, &mut modules);
+        for analysis in &mut modules {
+            // Values are resolved where rules will ask: in modules that train.
+            if !analysis.sites.is_empty() {
+                for scope in &mut analysis.scopes {
+                    index::resolve_values(package, analysis.module, scope);
+                }
+            }
+            analysis.index = index::module_facts(&analysis.scopes);
+        }
         // Propagate through calls until nothing changes (the call graph may have cycles).
         loop {
             let mut changed = false;
@@ -305,6 +320,7 @@ fn collect_scopes<'a>(module: &'a Module, package: &Package) -> Vec<Scope<'a>> {
         class: None,
         parent: None,
         defined_conditionally: false,
+        facts: index::scope_facts(&module.body),
     }];
     collect_nested_scopes(
         module,
@@ -370,6 +386,7 @@ fn collect_nested_scopes<'a>(
                     class,
                     parent: Some(parent),
                     defined_conditionally: conditional,
+                    facts: index::scope_facts(function_body),
                 });
                 let index = scopes.len() - 1;
                 collect_nested_scopes(
@@ -743,13 +760,8 @@ fn attach_delegated_fits(package: &Package, modules: &mut [ModuleAnalysis]) {
 
 /// Every call of a scope's own statements, with its statement.
 pub fn calls_in_scope<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
-    let mut calls = Vec::new();
-    for_each_statement(scope.body, false, &mut |stmt| {
-        for call in calls_in_statement(stmt) {
-            calls.push((stmt, call));
-        }
-    });
-    calls
+    let calls = scope.facts.calls.iter();
+    calls.map(|site| (site.statement, site.call)).collect()
 }
 
 /// Marks the modules defining an Estimator's `model_fn` (its optimizer is rewritten there).
@@ -955,4 +967,15 @@ pub fn called_functions(package: &Package, module: &Module, scope: &Scope) -> Ha
         }
     });
     called
+}
+
+/// The call of a scope at exactly this range, with its statement.
+pub fn find_call<'a>(
+    scope: &Scope<'a>,
+    range: &Range<usize>,
+) -> Option<(&'a Stmt, &'a ast::ExprCall)> {
+    scope
+        .facts
+        .call_at(range)
+        .map(|site| (site.statement, site.call))
 }

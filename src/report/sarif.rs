@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnostics::{CODES, Severity};
+use crate::diagnostics::{Severity, all_codes};
 use crate::engine::RunOutcome;
 
 fn level(severity: Severity) -> &'static str {
@@ -15,19 +15,22 @@ fn level(severity: Severity) -> &'static str {
 }
 
 pub fn render(outcome: &RunOutcome) -> String {
-    let rules: Vec<Value> = CODES
+    let codes = all_codes();
+    let rules: Vec<Value> = codes
         .iter()
-        .map(|(_, id, name, severity, summary)| {
+        .map(|code| {
+            let (id, name, severity, summary) =
+                (code.id(), code.name(), code.default_severity(), code.summary());
             json!({
                 "id": id,
                 "name": name,
                 "shortDescription": { "text": summary },
-                "defaultConfiguration": { "level": level(*severity) },
+                "defaultConfiguration": { "level": level(severity) },
                 "help": { "text": format!("{summary} See the Diagnostics table of distribute's README.") },
             })
         })
         .collect();
-    let rule_index = |code: &str| CODES.iter().position(|entry| entry.1 == code);
+    let rule_index = |id: &str| codes.iter().position(|code| code.id() == id);
     let mut results = Vec::new();
     for module in &outcome.modules {
         for diagnostic in &module.diagnostics {

@@ -5,14 +5,105 @@ use std::collections::HashMap;
 
 use rustpython_parser::ast::{Expr, Stmt};
 
-use super::common::ModuleRewrite;
 use crate::analysis::bindings::BindingKind;
 use crate::analysis::library::{self, LibraryClass};
 use crate::analysis::walk::{
     for_each_statement, is_scope, nested_bodies, walk_statement_expressions,
 };
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::parse::span;
+use crate::rules::rewrite::ModuleRewrite;
+
+pub const IMPORT_NOT_AT_TOP: Code = Code::new(
+    "DST001",
+    "import-not-at-top",
+    Severity::Warning,
+    "An import is not at the top of the module, so it runs after the Horovod init block that follows the imports.",
+);
+
+pub const TENSORFLOW_BOUND_WITHOUT_IMPORT: Code = Code::new(
+    "DST002",
+    "tensorflow-bound-without-import",
+    Severity::Warning,
+    "TensorFlow is bound by other means than an import statement, which the tool resolves only in the forms it knows.",
+);
+
+pub const TENSORFLOW_MEMBER_ALIASED: Code = Code::new(
+    "DST003",
+    "tensorflow-member-aliased",
+    Severity::Warning,
+    "A member of TensorFlow is assigned to a variable; a later reassignment of the variable would not be followed.",
+);
+
+pub const CREATED_MORE_THAN_ONCE: Code = Code::new(
+    "DST005",
+    "created-more-than-once",
+    Severity::Warning,
+    "A dataset, optimizer or checkpoint is created more than once or aliased; the rewrite assumes one per training loop.",
+);
+
+pub const REASSIGNED: Code = Code::new(
+    "DST006",
+    "reassigned",
+    Severity::Warning,
+    "A variable holding an optimizer, dataset or checkpoint is reassigned to something else; code after it may not use the distributed one.",
+);
+
+pub const CREATED_CONDITIONALLY: Code = Code::new(
+    "DST007",
+    "created-conditionally",
+    Severity::Warning,
+    "An optimizer is created conditionally or in a loop; the rewrite assumes one optimizer per training loop.",
+);
+
+pub const GLOBAL_OPTIMIZER_CHANGED: Code = Code::new(
+    "DST009",
+    "global-optimizer-changed",
+    Severity::Warning,
+    "A global optimizer used in functions is defined or changed after them, so which one they see depends on call order.",
+);
+
+pub const FUNCTION_PASSED_AS_VALUE: Code = Code::new(
+    "DST012",
+    "function-passed-as-value",
+    Severity::Warning,
+    "A function that trains is assigned or passed as a value; the loop may be missed.",
+);
+
+pub const TRAINING_LOOP_DEFINED_CONDITIONALLY: Code = Code::new(
+    "DST013",
+    "training-loop-defined-conditionally",
+    Severity::Warning,
+    "A function that trains is defined conditionally; which definition runs is decided at run time.",
+);
+
+pub const KERAS_3: Code = Code::new(
+    "DST103",
+    "keras-3",
+    Severity::Warning,
+    "Keras 3 is used; Horovod needs tf.keras 2 (`tf_keras`, `TF_USE_LEGACY_KERAS=1`).",
+);
+
+pub const MODEL_ASSUMED: Code = Code::new(
+    "DST110",
+    "model-assumed",
+    Severity::Info,
+    "A `fit` receiver that the tool cannot resolve is assumed to be a Keras model.",
+);
+
+pub const CODES: &[Code] = &[
+    IMPORT_NOT_AT_TOP,
+    TENSORFLOW_BOUND_WITHOUT_IMPORT,
+    TENSORFLOW_MEMBER_ALIASED,
+    CREATED_MORE_THAN_ONCE,
+    REASSIGNED,
+    CREATED_CONDITIONALLY,
+    GLOBAL_OPTIMIZER_CHANGED,
+    FUNCTION_PASSED_AS_VALUE,
+    TRAINING_LOOP_DEFINED_CONDITIONALLY,
+    KERAS_3,
+    MODEL_ASSUMED,
+];
 
 pub fn check(rewrite: &mut ModuleRewrite) {
     imports_at_top(rewrite);
@@ -60,15 +151,15 @@ fn imports_at_top(rewrite: &mut ModuleRewrite) {
     }
     for range in late {
         rewrite.diagnose(
-            Diagnostic::new(Code::ImportNotAtTop, range, "import after other code: it runs after the Horovod init block, which follows the imports at the top")
+            Diagnostic::new(IMPORT_NOT_AT_TOP, range, "import after other code: it runs after the Horovod init block, which follows the imports at the top")
                 .with_suggestion("move the import to the import block at the top of the module"),
         );
     }
     for scope in rewrite.module.scopes.iter().skip(1) {
         for stmt in scope.body {
             if imports_tensorflow_or_keras(stmt) {
-                rewrite.diagnostics.push(
-                    Diagnostic::new(Code::ImportNotAtTop, span(stmt), format!("TensorFlow is imported inside `{}`: generated code uses a module-level import instead", scope.name()))
+                rewrite.sink.diagnostics.push(
+                    Diagnostic::new(IMPORT_NOT_AT_TOP, span(stmt), format!("TensorFlow is imported inside `{}`: generated code uses a module-level import instead", scope.name()))
                         .with_suggestion("import tensorflow at the top of the module"),
                 );
             }
@@ -94,17 +185,17 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
     for (name, binding) in bindings {
         match binding.kind {
             BindingKind::DynamicImport if library::is_tensorflow(&library::canonical_name(&binding.qualified)) => rewrite.diagnose(
-                Diagnostic::new(Code::TensorflowBoundWithoutImport, binding.statement.clone(), format!("`{name}` is bound to {} without an import statement; the tool resolved it, but other dynamic forms would be missed", binding.qualified))
+                Diagnostic::new(TENSORFLOW_BOUND_WITHOUT_IMPORT, binding.statement.clone(), format!("`{name}` is bound to {} without an import statement; the tool resolved it, but other dynamic forms would be missed", binding.qualified))
                     .with_suggestion(format!("write `import {} as {name}`", binding.qualified)),
             ),
             BindingKind::MemberAlias if library::matters_to_rewrite(&library::canonical_name(&binding.qualified)) => rewrite.diagnose(
-                Diagnostic::new(Code::TensorflowMemberAliased, binding.statement.clone(), format!("`{name}` aliases `{}`; the tool resolved it here, but a later reassignment of `{name}` would not be followed", binding.qualified))
+                Diagnostic::new(TENSORFLOW_MEMBER_ALIASED, binding.statement.clone(), format!("`{name}` aliases `{}`; the tool resolved it here, but a later reassignment of `{name}` would not be followed", binding.qualified))
                     .with_suggestion(format!("use `{}` directly, or import it with `from ... import`", binding.qualified)),
             ),
             BindingKind::Import if library::is_standalone_keras(&binding.qualified) && !keras_3_reported => {
                 keras_3_reported = true;
                 rewrite.diagnose(
-                    Diagnostic::new(Code::Keras3, binding.statement.clone(), "standalone `keras` is Keras 3 on TensorFlow >= 2.16; Horovod's Keras integration needs tf.keras 2")
+                    Diagnostic::new(KERAS_3, binding.statement.clone(), "standalone `keras` is Keras 3 on TensorFlow >= 2.16; Horovod's Keras integration needs tf.keras 2")
                         .with_suggestion("install `tf_keras`, import it instead of `keras`, and set TF_USE_LEGACY_KERAS=1"),
                 )
             }
@@ -125,7 +216,7 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
                     .is_some_and(|name| library::is_tensorflow(&name))
             {
                 rewrite.diagnose(
-                    Diagnostic::new(Code::TensorflowMemberAliased, span(stmt), "a TensorFlow member is looked up by name at run time; the tool cannot tell what it is, so objects built from it are not rewritten")
+                    Diagnostic::new(TENSORFLOW_MEMBER_ALIASED, span(stmt), "a TensorFlow member is looked up by name at run time; the tool cannot tell what it is, so objects built from it are not rewritten")
                         .with_suggestion("construct the optimizer with an explicit class, e.g. `tf.keras.optimizers.Adam(...)`"),
                 );
             }
@@ -165,7 +256,7 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
         });
         for range in conditional {
             rewrite.diagnose(
-                Diagnostic::new(Code::CreatedConditionally, range, "the optimizer is created inside a conditional or loop block, but the rewrite assumes one optimizer per training loop: check that the one used for training is scaled and wrapped")
+                Diagnostic::new(CREATED_CONDITIONALLY, range, "the optimizer is created inside a conditional or loop block, but the rewrite assumes one optimizer per training loop: check that the one used for training is scaled and wrapped")
                     .with_suggestion("choose the optimizer class conditionally, then create it once unconditionally"),
             );
         }
@@ -175,7 +266,7 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
             let ranges = &creations[name];
             for range in ranges.iter().skip(1) {
                 rewrite.diagnose(
-                    Diagnostic::new(Code::CreatedMoreThanOnce, range.clone(), format!("optimizer `{name}` is created more than once; the rewrite assumes one optimizer per training loop"))
+                    Diagnostic::new(CREATED_MORE_THAN_ONCE, range.clone(), format!("optimizer `{name}` is created more than once; the rewrite assumes one optimizer per training loop"))
                         .with_suggestion("create the optimizer once"),
                 );
             }
@@ -193,7 +284,7 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
                         .to_string();
                     if creations.contains_key(&aliased) {
                         rewrite.diagnose(
-                            Diagnostic::new(Code::CreatedMoreThanOnce, range.clone(), format!("optimizer `{aliased}` is aliased as `{name}`; uses through the alias are not followed"))
+                            Diagnostic::new(CREATED_MORE_THAN_ONCE, range.clone(), format!("optimizer `{aliased}` is aliased as `{name}`; uses through the alias are not followed"))
                                 .with_suggestion(format!("use `{aliased}` directly")),
                         );
                     }
@@ -202,7 +293,7 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
             };
             if range.start > first.start {
                 rewrite.diagnose(
-                    Diagnostic::new(Code::Reassigned, range.clone(), format!("`{name}` held an optimizer and is reassigned here; code after this line may no longer use the distributed optimizer"))
+                    Diagnostic::new(REASSIGNED, range.clone(), format!("`{name}` held an optimizer and is reassigned here; code after this line may no longer use the distributed optimizer"))
                         .with_suggestion("use a new name for the new value"),
                 );
             }
@@ -223,7 +314,7 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
                 };
                 for range in ranges.iter().filter(|range| range.start > first_function) {
                     rewrite.diagnose(
-                        Diagnostic::new(Code::GlobalOptimizerChanged, range.clone(), format!("global optimizer `{name}` is (re)defined after a function that uses it; which optimizer that function sees depends on call order"))
+                        Diagnostic::new(GLOBAL_OPTIMIZER_CHANGED, range.clone(), format!("global optimizer `{name}` is (re)defined after a function that uses it; which optimizer that function sees depends on call order"))
                             .with_suggestion("define the optimizer once, before the functions that use it"),
                     );
                 }
@@ -296,7 +387,7 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
         if trains(&scope.qualified_name) && scope.defined_conditionally && scope.class.is_none() {
             let range = scope.range().unwrap_or_default();
             rewrite.diagnose(
-                Diagnostic::new(Code::TrainingLoopDefinedConditionally, range, format!("`{}` trains and is defined conditionally; every definition is rewritten, but which one runs is decided at run time", scope.name()))
+                Diagnostic::new(TRAINING_LOOP_DEFINED_CONDITIONALLY, range, format!("`{}` trains and is defined conditionally; every definition is rewritten, but which one runs is decided at run time", scope.name()))
                     .with_suggestion("define one training function and branch inside it"),
             );
         }
@@ -342,8 +433,8 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
                         .any(|training| training == name.id.as_str())
                     && !callee_ranges.contains(&span(expr))
                 {
-                    rewrite.diagnostics.push(
-                        Diagnostic::new(Code::FunctionPassedAsValue, span(expr), format!("`{}` trains a model and is used as a value here; calls through other names are not followed", name.id))
+                    rewrite.sink.diagnostics.push(
+                        Diagnostic::new(FUNCTION_PASSED_AS_VALUE, span(expr), format!("`{}` trains a model and is used as a value here; calls through other names are not followed", name.id))
                             .with_suggestion(format!("call `{}` directly", name.id)),
                     );
                 }
@@ -356,7 +447,7 @@ fn assumed_models(rewrite: &mut ModuleRewrite) {
     let assumed = rewrite.module.assumed_models.clone();
     for (_, name, range) in assumed {
         rewrite.diagnose(Diagnostic::new(
-            Code::ModelAssumed,
+            MODEL_ASSUMED,
             range,
             format!("`{name}` is a parameter; it is assumed to be a Keras model because `{name}.fit(...)` passes Keras-only arguments"),
         ));

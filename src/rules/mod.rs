@@ -1,25 +1,58 @@
-//! Rewrite rules: one file per training API pattern, plus the shared pieces.
-//! Rules return edits and diagnostics; they never print or touch files.
+//! Rewrite rules. A training pattern is a plug-in (`patterns/`); the passes
+//! every pattern shares are one file each (`passes/`); the assumption
+//! warnings are `assumptions.rs`. Rules read the analysis through a
+//! read-only context and return edits and diagnostics; they never print or
+//! touch files.
 
 pub mod assumptions;
-pub mod common;
-pub mod estimator;
-pub mod gradient_tape;
-pub mod keras;
-pub mod monitored_session;
-pub mod session;
-pub mod tf1;
+pub mod context;
+pub mod edit_builders;
+pub mod importer;
+pub mod passes;
+pub mod patterns;
+pub mod registry;
+pub mod rewrite;
+pub mod stylist;
 
-use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern};
-use crate::diagnostics::{Code, Diagnostic};
+use crate::analysis::library;
+use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern, TrainingSite};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
-use common::ModuleRewrite;
+use rewrite::ModuleRewrite;
+
+pub const MIXED_TRAINING_LOOPS: Code = Code::new(
+    "DST011",
+    "mixed-training-loops",
+    Severity::Error,
+    "One module uses several training APIs; it is not rewritten, since each API needs its own rewrite.",
+);
+
+pub const ALREADY_USES_HOROVOD: Code = Code::new(
+    "DST105",
+    "already-uses-horovod",
+    Severity::Info,
+    "The module already uses Horovod; only what is missing is added.",
+);
+
+pub const BROADCAST_PLACEMENT: Code = Code::new(
+    "DST107",
+    "broadcast-placement",
+    Severity::Info,
+    "Where the one-time broadcast of the initial variables was placed, and why.",
+);
+
+/// Codes raised here, for every pattern.
+pub const CODES: &[Code] = &[
+    MIXED_TRAINING_LOOPS,
+    ALREADY_USES_HOROVOD,
+    BROADCAST_PLACEMENT,
+];
 
 /// How a module trains, as far as the rewrite is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Classification {
     Pattern(TrainingPattern),
-    /// Several training APIs in one module: not rewritten (SPEC 3.4).
+    /// Several training APIs in one module: not rewritten.
     Mixed,
 }
 
@@ -32,7 +65,8 @@ impl Classification {
     }
 }
 
-/// What the rules produced for one training module.
+/// What the rules produced for one training module: edits that make it
+/// train distributed, and diagnostics, each with the edits it explains.
 #[derive(Debug)]
 pub struct ModuleRewriteResult {
     pub classification: Classification,
@@ -40,7 +74,6 @@ pub struct ModuleRewriteResult {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Runs the rules for one module; `None` when it is not training code.
 /// Choices the user makes about the rewrite (from `.distribute.yml`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RuleOptions {
@@ -48,6 +81,7 @@ pub struct RuleOptions {
     pub shard_datasets: bool,
 }
 
+/// Runs the rules for one module; `None` when it is not training code.
 pub fn rewrite_module<'a>(
     analysis: &'a Analysis<'a>,
     module: &'a ModuleAnalysis<'a>,
@@ -56,86 +90,86 @@ pub fn rewrite_module<'a>(
     let patterns = module.patterns();
     match patterns.as_slice() {
         [] => None,
-        [pattern] => {
-            let mut rewrite = ModuleRewrite::new(analysis, module, *pattern);
-            rewrite.options = options;
-            if rewrite.had_horovod
-                && let Some((_, binding)) = module
-                    .module
-                    .bindings
-                    .iter()
-                    .filter(|(_, binding)| crate::analysis::library::is_horovod(&binding.qualified))
-                    .min_by_key(|(_, binding)| binding.statement.start)
-            {
-                rewrite.diagnose(Diagnostic::new(
-                    Code::AlreadyUsesHorovod,
-                    binding.statement.clone(),
-                    "this module already uses Horovod: only what is missing was added",
-                ));
-            }
-            rewrite.add_imports();
-            rewrite.add_init_block();
-            match pattern {
-                TrainingPattern::Keras => keras::rewrite(&mut rewrite),
-                TrainingPattern::GradientTape => gradient_tape::rewrite(&mut rewrite),
-                TrainingPattern::Session => session::rewrite(&mut rewrite),
-                TrainingPattern::MonitoredSession => monitored_session::rewrite(&mut rewrite),
-                TrainingPattern::Estimator => estimator::rewrite(&mut rewrite),
-            }
-            rewrite.scale_learning_rates();
-            rewrite.remove_device_pinning();
-            rewrite.guard_rank_zero_statements();
-            assumptions::check(&mut rewrite);
-            let (edits, diagnostics) = rewrite.finish();
-            Some(ModuleRewriteResult {
-                classification: Classification::Pattern(*pattern),
-                edits,
-                diagnostics,
-            })
-        }
-        _ => {
-            let source = &module.module.source;
-            let mut firsts: Vec<&crate::analysis::training::TrainingSite> = Vec::new();
-            for site in &module.sites {
-                if !firsts.iter().any(|first| first.pattern == site.pattern) {
-                    firsts.push(site);
-                }
-            }
-            let described: Vec<String> = firsts
-                .iter()
-                .map(|site| {
-                    format!(
-                        "{} (line {})",
-                        describe(site.pattern),
-                        source.location(site.range.start).line
-                    )
-                })
-                .collect();
-            let first = firsts[0];
-            let diagnostic = Diagnostic::new(
-                Code::MixedTrainingLoops,
-                first.range.clone(),
-                format!(
-                    "this module trains with several APIs: {}; it was not rewritten",
-                    described.join(" and ")
-                ),
-            )
-            .with_suggestion("move each training loop to its own module, or use one API");
-            Some(ModuleRewriteResult {
-                classification: Classification::Mixed,
-                edits: Vec::new(),
-                diagnostics: vec![diagnostic],
-            })
-        }
+        [pattern] => Some(rewrite_one_pattern(analysis, module, *pattern, options)),
+        _ => Some(refuse_mixed_module(module)),
     }
 }
 
-fn describe(pattern: TrainingPattern) -> &'static str {
-    match pattern {
-        TrainingPattern::Keras => "Keras `fit`",
-        TrainingPattern::GradientTape => "a GradientTape loop",
-        TrainingPattern::Session => "a tf.Session loop",
-        TrainingPattern::MonitoredSession => "a MonitoredTrainingSession",
-        TrainingPattern::Estimator => "an Estimator",
+fn rewrite_one_pattern<'a>(
+    analysis: &'a Analysis<'a>,
+    module: &'a ModuleAnalysis<'a>,
+    pattern: TrainingPattern,
+    options: RuleOptions,
+) -> ModuleRewriteResult {
+    let plugin = patterns::plugin_for(pattern);
+    let mut rewrite = ModuleRewrite::new(analysis, module, plugin, options);
+    note_existing_horovod(&mut rewrite);
+    passes::init_block::run(&mut rewrite);
+    plugin.rewrite(&mut rewrite);
+    passes::learning_rate::run(&mut rewrite);
+    passes::device_pinning::run(&mut rewrite);
+    passes::rank_zero::run(&mut rewrite);
+    assumptions::check(&mut rewrite);
+    let (edits, diagnostics) = rewrite.finish();
+    ModuleRewriteResult {
+        classification: Classification::Pattern(pattern),
+        edits,
+        diagnostics,
+    }
+}
+
+/// DST105 at the module's first Horovod import.
+fn note_existing_horovod(rewrite: &mut ModuleRewrite) {
+    if !rewrite.had_horovod {
+        return;
+    }
+    let first_import = rewrite
+        .module
+        .module
+        .bindings
+        .iter()
+        .filter(|(_, binding)| library::is_horovod(&binding.qualified))
+        .min_by_key(|(_, binding)| binding.statement.start);
+    if let Some((_, binding)) = first_import {
+        rewrite.diagnose(Diagnostic::new(
+            ALREADY_USES_HOROVOD,
+            binding.statement.clone(),
+            "this module already uses Horovod: only what is missing was added",
+        ));
+    }
+}
+
+/// A module that trains with several APIs is reported, not rewritten.
+fn refuse_mixed_module(module: &ModuleAnalysis) -> ModuleRewriteResult {
+    let source = &module.module.source;
+    let mut firsts: Vec<&TrainingSite> = Vec::new();
+    for site in &module.sites {
+        if !firsts.iter().any(|first| first.pattern == site.pattern) {
+            firsts.push(site);
+        }
+    }
+    let described: Vec<String> = firsts
+        .iter()
+        .map(|site| {
+            format!(
+                "{} (line {})",
+                patterns::plugin_for(site.pattern).description(),
+                source.location(site.range.start).line
+            )
+        })
+        .collect();
+    let diagnostic = Diagnostic::new(
+        MIXED_TRAINING_LOOPS,
+        firsts[0].range.clone(),
+        format!(
+            "this module trains with several APIs: {}; it was not rewritten",
+            described.join(" and ")
+        ),
+    )
+    .with_suggestion("move each training loop to its own module, or use one API");
+    ModuleRewriteResult {
+        classification: Classification::Mixed,
+        edits: Vec::new(),
+        diagnostics: vec![diagnostic],
     }
 }

@@ -355,12 +355,18 @@ mod tests {
             config.output_path("src/train.py"),
             PathBuf::from("src/train_hvd.py")
         );
-        assert_eq!(config.severity_of(Code::DatasetNotSharded), None);
         assert_eq!(
-            config.severity_of(Code::LearningRateWithoutWarmup),
+            config.severity_of(crate::rules::passes::loop_steps::DATASET_NOT_SHARDED),
+            None
+        );
+        assert_eq!(
+            config.severity_of(crate::rules::passes::learning_rate::LEARNING_RATE_WITHOUT_WARMUP),
             Some(Severity::Error)
         );
-        assert_eq!(config.severity_of(Code::Keras3), Some(Severity::Warning));
+        assert_eq!(
+            config.severity_of(crate::rules::assumptions::KERAS_3),
+            Some(Severity::Warning)
+        );
         assert!(config.shard_datasets);
     }
 }

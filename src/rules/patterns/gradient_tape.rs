@@ -21,18 +21,74 @@
 //! the right-hand side of an assignment; the loop calling the step is in the
 //! same module.
 
+use crate::rules::BROADCAST_PLACEMENT;
+use crate::rules::assumptions::FUNCTION_PASSED_AS_VALUE;
+use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{ModuleRewrite, calls_in_scope, divide_loop_steps, find_call};
+use super::Pattern;
+use crate::analysis::training::calls_in_scope;
+use crate::analysis::training::find_call;
+use crate::rules::context::RewriteContext;
+use crate::rules::passes::loop_steps::divide_loop_steps;
+use crate::rules::rewrite::ModuleRewrite;
+
 use crate::analysis::library;
 use crate::analysis::training::{Scope, TrainingPattern, is_gradient_tape_call};
 use crate::analysis::walk::{for_each_statement, walk_statement_expressions};
 use crate::analysis::walk::{is_loop, path_to};
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 
-pub fn rewrite(rewrite: &mut ModuleRewrite) {
+pub const APPLY_GRADIENTS_POSITION: Code = Code::new(
+    "DST008",
+    "apply-gradients-position",
+    Severity::Error,
+    "`apply_gradients` is neither an expression statement nor the right-hand side of an assignment, so the broadcast after it cannot be placed.",
+);
+
+pub const TRAINING_LOOP_SPREAD_OVER_FILES: Code = Code::new(
+    "DST010",
+    "training-loop-spread-over-files",
+    Severity::Error,
+    "No loop of the package calls the GradientTape step by its name (the loop is outside the package, or reaches the step another way): the one-time broadcast was not added.",
+);
+
+/// A GradientTape loop.
+pub struct GradientTape;
+
+impl Pattern for GradientTape {
+    fn pattern(&self) -> TrainingPattern {
+        TrainingPattern::GradientTape
+    }
+
+    fn description(&self) -> &'static str {
+        "a GradientTape loop"
+    }
+
+    fn horovod_module(&self) -> &'static str {
+        "horovod.tensorflow"
+    }
+
+    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
+        let _ = save;
+        Some(format!(
+            "{}.allreduce({}.constant(0), name=\"save_barrier\")",
+            context.hvd, context.tf
+        ))
+    }
+
+    fn codes(&self) -> &'static [Code] {
+        &[APPLY_GRADIENTS_POSITION, TRAINING_LOOP_SPREAD_OVER_FILES]
+    }
+
+    fn rewrite(&self, rewrite: &mut ModuleRewrite) {
+        rewrite_module(rewrite);
+    }
+}
+
+fn rewrite_module(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     // Last first: the wrap after a nested `with` goes in before the wrap after
     // the `with` around it, at the same offset, so each lands at its own depth.
@@ -77,7 +133,7 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         if let Some((_, apply)) = nested {
             rewrite.diagnose(
                 Diagnostic::new(
-                    Code::ApplyGradientsPosition,
+                    APPLY_GRADIENTS_POSITION,
                     span(*apply),
                     "`apply_gradients` is nested in a larger expression, so the one-time broadcast of the initial variables could not be placed after it",
                 )
@@ -195,8 +251,8 @@ fn broadcast_targets(
                     _ => None,
                 })?;
             let range = span(call);
-            rewrite.edits.push(Edit::insertion(range.start, "list("));
-            rewrite.edits.push(Edit::insertion(range.end, ")"));
+            rewrite.edit(Edit::insertion(range.start, "list("));
+            rewrite.edit(Edit::insertion(range.end, ")"));
             match call.args.get(1) {
                 Some(variables) if is_simple(variables) => variables_of(rewrite, variables),
                 _ => format!("[variable for _, variable in {}]", name.id),
@@ -287,7 +343,7 @@ fn broadcast_after_first_step(
         .collect();
     let Some(targets) = targets else {
         rewrite.diagnose(Diagnostic::new(
-            Code::OptimizerNotFound,
+            OPTIMIZER_NOT_FOUND,
             span(apply),
             "the variables given to `apply_gradients` could not be identified, so no broadcast of the initial variables was added",
         ).with_suggestion(format!("after the first step, call `{0}.broadcast_variables(<model>.variables, root_rank=0)` and `{0}.broadcast_variables(<optimizer>.variables(), root_rank=0)`", rewrite.hvd)));
@@ -329,7 +385,7 @@ fn broadcast_after_first_step(
                 .collect();
             let Some(translated) = translated else {
                 rewrite.diagnose(Diagnostic::new(
-                    Code::OptimizerNotFound,
+                    OPTIMIZER_NOT_FOUND,
                     span(apply),
                     format!("the model or optimizer of `{step_name}` is local to it, so the broadcast after its first call could not name them"),
                 ).with_suggestion(format!("pass the model and optimizer to `{step_name}` as arguments, or broadcast inside it on the first batch (Horovod's `first_batch` pattern)")));
@@ -351,34 +407,35 @@ fn broadcast_after_first_step(
     }
     if let Some((path, line)) = module.step_callers.get(&scope_index) {
         rewrite.diagnose(Diagnostic::new(
-            Code::BroadcastPlacement,
+            BROADCAST_PLACEMENT,
             span(apply),
             format!("`{step_name}` is called by the training loop in {path} (line {line}): the one-time broadcast and the step count are rewritten there"),
         ));
         return;
     }
     let used_as_value = rewrite
+        .sink
         .diagnostics
         .iter()
-        .any(|diagnostic| diagnostic.code == Code::FunctionPassedAsValue)
+        .any(|diagnostic| diagnostic.code == FUNCTION_PASSED_AS_VALUE)
         || crate::analysis::walk::mentions_name_outside_calls(&module.module.body, &step_name);
     let (code, message) = if scope.function.is_some() && used_as_value {
         (
-            Code::FunctionPassedAsValue,
+            FUNCTION_PASSED_AS_VALUE,
             format!(
                 "no loop calls `{step_name}` by its name (it is used as a value), so the one-time broadcast of the initial variables was not added"
             ),
         )
     } else if scope.function.is_some() {
         (
-            Code::TrainingLoopSpreadOverFiles,
+            TRAINING_LOOP_SPREAD_OVER_FILES,
             format!(
                 "no loop in this module calls `{step_name}`: the training loop is spread over several files, so the one-time broadcast of the initial variables was not added"
             ),
         )
     } else {
         (
-            Code::OptimizerNotFound,
+            OPTIMIZER_NOT_FOUND,
             "the optimizer step is not inside a loop; no broadcast was added".to_string(),
         )
     };
@@ -432,7 +489,7 @@ fn broadcast_after_step_elsewhere(
         .flatten();
     let Some(targets) = targets else {
         rewrite.diagnose(Diagnostic::new(
-            Code::OptimizerNotFound,
+            OPTIMIZER_NOT_FOUND,
             span(call),
             format!("the model or optimizer that `{step_name}` trains could not be named here, so no broadcast of the initial variables was added"),
         ).with_suggestion(format!("pass the model and optimizer to `{step_name}` as arguments, or after its first call run `{0}.broadcast_variables(<model>.variables, root_rank=0)` and `{0}.broadcast_variables(<optimizer>.variables(), root_rank=0)`", rewrite.hvd)));
@@ -546,7 +603,7 @@ fn place_broadcast(
 ) {
     let hvd = rewrite.hvd.clone();
     let flag = rewrite.fresh(&["broadcast_done", "hvd_broadcast_done"]);
-    let unit = rewrite.indent_unit.clone();
+    let unit = rewrite.stylist.indent_unit.clone();
     let keras_3 = rewrite
         .module
         .module
@@ -590,5 +647,5 @@ fn place_broadcast(
             "variables are broadcast from rank 0 once, after the first optimizer step (line {line}), guarded by the flag `{flag}` set before the loop"
         ),
     };
-    rewrite.diagnose(Diagnostic::new(Code::BroadcastPlacement, span(after), how));
+    rewrite.diagnose(Diagnostic::new(BROADCAST_PLACEMENT, span(after), how));
 }

@@ -9,9 +9,17 @@
 //! Assumptions (reported when broken): the `model_fn` resolves to a function
 //! of the package.
 
+use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
 use rustpython_parser::ast::{self, Expr};
 
-use super::common::{ModuleRewrite, calls_in_scope, find_call};
+use super::Pattern;
+use super::session_save_barrier;
+use crate::analysis::training::calls_in_scope;
+use crate::analysis::training::find_call;
+use crate::rules::context::RewriteContext;
+use crate::rules::importer::Names;
+use crate::rules::rewrite::ModuleRewrite;
+
 use super::tf1::{
     add_broadcast_hook, canonical_callee, config_proto_prefix, divide_step_keywords,
     divide_stop_at_step_hooks, pin_session_config, rank_zero_directory, tf1_prefix,
@@ -21,11 +29,52 @@ use crate::analysis::training::{
     Scope, TrainingPattern, callee_name, creates_estimator, model_function_argument,
 };
 use crate::analysis::walk::keyword;
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 
-pub fn rewrite(rewrite: &mut ModuleRewrite) {
+pub const MODEL_FUNCTION_NOT_FOUND: Code = Code::new(
+    "DST115",
+    "model-fn-not-found",
+    Severity::Warning,
+    "The Estimator's `model_fn` could not be resolved, so its optimizer was not wrapped.",
+);
+
+/// An Estimator.
+pub struct Estimator;
+
+impl Pattern for Estimator {
+    fn pattern(&self) -> TrainingPattern {
+        TrainingPattern::Estimator
+    }
+
+    fn description(&self) -> &'static str {
+        "an Estimator"
+    }
+
+    fn horovod_module(&self) -> &'static str {
+        "horovod.tensorflow"
+    }
+
+    /// TF1 pins the GPU through the session's `ConfigProto` instead.
+    fn device_pinning_lines(&self, _context: &RewriteContext, _names: &mut Names) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
+        session_save_barrier(context, save)
+    }
+
+    fn codes(&self) -> &'static [Code] {
+        &[MODEL_FUNCTION_NOT_FOUND]
+    }
+
+    fn rewrite(&self, rewrite: &mut ModuleRewrite) {
+        rewrite_module(rewrite);
+    }
+}
+
+fn rewrite_module(rewrite: &mut ModuleRewrite) {
     wrap_optimizers(rewrite);
     let module = rewrite.module;
     for scope in &module.scopes {
@@ -71,11 +120,11 @@ fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
         Some(Expr::Call(optimizer)) => {
             if !rewrite.calls_horovod_attribute(&optimizer.func, "DistributedOptimizer") {
                 let range = span(optimizer);
-                rewrite.edits.push(Edit::insertion(
+                rewrite.edit(Edit::insertion(
                     range.start,
                     format!("{hvd}.DistributedOptimizer("),
                 ));
-                rewrite.edits.push(Edit::insertion(range.end, ")"));
+                rewrite.edit(Edit::insertion(range.end, ")"));
             }
         }
         other => {
@@ -87,7 +136,7 @@ fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
                 None => (span(call), "the default optimizer".to_string()),
             };
             rewrite.diagnose(
-                Diagnostic::new(Code::OptimizerNotFound, at, format!("this canned Estimator trains with {what}, which could not be wrapped: its gradients are not averaged across workers"))
+                Diagnostic::new(OPTIMIZER_NOT_FOUND, at, format!("this canned Estimator trains with {what}, which could not be wrapped: its gradients are not averaged across workers"))
                     .with_suggestion(format!("pass `optimizer={hvd}.DistributedOptimizer(<an optimizer object, its learning rate * {}>)`", rewrite.horovod_call("size"))),
             );
         }
@@ -126,7 +175,7 @@ fn rewrite_estimator_construction(
         if !known {
             let text = rewrite.expression_text(function).to_string();
             rewrite.diagnose(
-                Diagnostic::new(Code::ModelFunctionNotFound, span(function), format!("`{text}` does not resolve to a function of this package, so the optimizer it builds was not wrapped"))
+                Diagnostic::new(MODEL_FUNCTION_NOT_FOUND, span(function), format!("`{text}` does not resolve to a function of this package, so the optimizer it builds was not wrapped"))
                     .with_suggestion(format!("in the model_fn, scale the learning rate by `{0}` and wrap the optimizer with `{1}.DistributedOptimizer(...)`", rewrite.horovod_call("size"), rewrite.hvd)),
             );
         }

@@ -13,11 +13,20 @@
 //! Assumptions (reported when broken): one session per module, created and run
 //! in the same function; the initializer is run explicitly.
 
+use crate::rules::BROADCAST_PLACEMENT;
 use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{ModuleRewrite, calls_in_scope, divide_loop_steps, find_call};
+use super::Pattern;
+use super::session_save_barrier;
+use crate::analysis::training::calls_in_scope;
+use crate::analysis::training::find_call;
+use crate::rules::context::RewriteContext;
+use crate::rules::importer::Names;
+use crate::rules::passes::loop_steps::divide_loop_steps;
+use crate::rules::rewrite::ModuleRewrite;
+
 use super::tf1::{
     canonical_callee, is_session_call, pin_session_config, session_names, tf1_prefix,
     wrap_optimizers,
@@ -25,10 +34,69 @@ use super::tf1::{
 use crate::analysis::training::{Scope, TrainingPattern};
 use crate::analysis::walk::{dotted_name, for_each_statement};
 use crate::analysis::walk::{is_loop, path_to};
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::parse::span;
 
-pub fn rewrite(rewrite: &mut ModuleRewrite) {
+pub const VARIABLES_INITIALIZER_NOT_RUN: Code = Code::new(
+    "DST112",
+    "variables-initializer-not-run",
+    Severity::Error,
+    "No `global_variables_initializer` is run, so the broadcast of the initial variables could not be placed.",
+);
+
+pub const SEVERAL_SESSIONS: Code = Code::new(
+    "DST113",
+    "several-sessions",
+    Severity::Warning,
+    "The module creates several sessions; each is pinned, but only the first initialiser run is followed by a broadcast.",
+);
+
+pub const SESSION_USED_ACROSS_FUNCTIONS: Code = Code::new(
+    "DST114",
+    "session-used-across-functions",
+    Severity::Warning,
+    "A session created in one function is run in another; the rewrite follows only the creating function.",
+);
+
+/// A tf.Session loop.
+pub struct Session;
+
+impl Pattern for Session {
+    fn pattern(&self) -> TrainingPattern {
+        TrainingPattern::Session
+    }
+
+    fn description(&self) -> &'static str {
+        "a tf.Session loop"
+    }
+
+    fn horovod_module(&self) -> &'static str {
+        "horovod.tensorflow"
+    }
+
+    /// TF1 pins the GPU through the session's `ConfigProto` instead.
+    fn device_pinning_lines(&self, _context: &RewriteContext, _names: &mut Names) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
+        session_save_barrier(context, save)
+    }
+
+    fn codes(&self) -> &'static [Code] {
+        &[
+            VARIABLES_INITIALIZER_NOT_RUN,
+            SEVERAL_SESSIONS,
+            SESSION_USED_ACROSS_FUNCTIONS,
+        ]
+    }
+
+    fn rewrite(&self, rewrite: &mut ModuleRewrite) {
+        rewrite_module(rewrite);
+    }
+}
+
+fn rewrite_module(rewrite: &mut ModuleRewrite) {
     wrap_optimizers(rewrite);
     let module = rewrite.module;
     let sessions: Vec<_> = module
@@ -45,7 +113,7 @@ pub fn rewrite(rewrite: &mut ModuleRewrite) {
         pin_session_config(rewrite, scope, stmt, call, "config", &prefix);
         if number == 1 {
             rewrite.diagnose(Diagnostic::new(
-                Code::SeveralSessions,
+                SEVERAL_SESSIONS,
                 site.range.clone(),
                 "a second session: each session is pinned, but the variables are broadcast only after the first initialiser run",
             ));
@@ -111,7 +179,7 @@ fn insert_broadcast(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt, ses
     let line = if outside_its_graph {
         format!(
             "with {session}.graph.as_default():{}{}{broadcast}",
-            rewrite.newline, rewrite.indent_unit
+            rewrite.stylist.newline, rewrite.stylist.indent_unit
         )
     } else {
         broadcast
@@ -171,7 +239,7 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
             {
                 insert_broadcast(rewrite, scope, stmt, &receiver);
                 rewrite.diagnose(Diagnostic::new(
-                    Code::BroadcastPlacement,
+                    BROADCAST_PLACEMENT,
                     span(call),
                     format!("`{}` is assumed to initialise the variables (it is made elsewhere; its name says so): the broadcast from rank 0 follows it", argument.id),
                 ));
@@ -186,7 +254,7 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
     {
         rewrite.diagnose(
             Diagnostic::new(
-                Code::VariablesInitializerNotRun,
+                VARIABLES_INITIALIZER_NOT_RUN,
                 site.range.clone(),
                 "no `sess.run(tf.global_variables_initializer())` was found, so the broadcast of the initial variables was not added",
             )
@@ -206,7 +274,7 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
             if !sessions.contains(&receiver) {
                 if scope.parameters.contains(&receiver) {
                     rewrite.diagnose(
-                        Diagnostic::new(Code::SessionUsedAcrossFunctions, span(call), format!("`{receiver}` is a session created in another function; the loop here is not divided among workers"))
+                        Diagnostic::new(SESSION_USED_ACROSS_FUNCTIONS, span(call), format!("`{receiver}` is a session created in another function; the loop here is not divided among workers"))
                             .with_suggestion("create and run the session in the same function, or divide the step count yourself with `// hvd.size()`"),
                     );
                 }

@@ -17,19 +17,108 @@
 //! Assumptions (reported when broken): the callbacks list is visible in the
 //! function that calls `fit`; the model is compiled in the same module.
 
+use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
+use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
 use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{ModuleRewrite, calls_in_scope, find_call};
+use crate::analysis::training::calls_in_scope;
+use crate::analysis::training::find_call;
+use crate::rules::passes::sharding::shard_dataset;
+use crate::rules::rewrite::ModuleRewrite;
+
+use super::Pattern;
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
-use crate::analysis::training::{Scope, TrainingPattern};
+use crate::analysis::training::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
 use crate::analysis::walk::{dotted_name, for_each_statement, keyword};
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
+use crate::rules::context::RewriteContext;
 
-pub fn rewrite(rewrite: &mut ModuleRewrite) {
+pub const CALLBACKS_NOT_VISIBLE: Code = Code::new(
+    "DST106",
+    "callbacks-not-visible",
+    Severity::Warning,
+    "The callbacks list is built where the tool cannot see it; callbacks that write files may run on every rank.",
+);
+
+/// Keras `compile` + `fit`.
+pub struct Keras;
+
+impl Pattern for Keras {
+    fn pattern(&self) -> TrainingPattern {
+        TrainingPattern::Keras
+    }
+
+    fn description(&self) -> &'static str {
+        "Keras `fit`"
+    }
+
+    fn horovod_module(&self) -> &'static str {
+        "horovod.tensorflow.keras"
+    }
+
+    /// A module whose only Keras code is a model's own `train_step` needs only
+    /// the tape, from `horovod.tensorflow`.
+    fn horovod_module_for(&self, module: &ModuleAnalysis, text: &str) -> &'static str {
+        let steps = module
+            .sites
+            .iter()
+            .filter(|site| is_model_step_tape(site, text));
+        if steps.count() > 0
+            && module
+                .sites
+                .iter()
+                .all(|site| is_model_step_tape(site, text))
+        {
+            "horovod.tensorflow"
+        } else {
+            self.horovod_module()
+        }
+    }
+
+    /// The tape of a Keras model's own `train_step` needs horovod.tensorflow's
+    /// DistributedGradientTape.
+    fn needs_horovod_tensorflow(&self, module: &ModuleAnalysis, text: &str) -> bool {
+        module
+            .sites
+            .iter()
+            .any(|site| is_model_step_tape(site, text))
+    }
+
+    fn warmup_suggestion(&self, hvd: &str) -> String {
+        format!(
+            "add `{hvd}.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=5)` to the callbacks"
+        )
+    }
+
+    fn save_barrier(&self, context: &RewriteContext, _save: &ast::ExprCall) -> Option<String> {
+        Some(format!(
+            "{}.allreduce(0, name=\"save_barrier\")",
+            context.hvd
+        ))
+    }
+
+    fn codes(&self) -> &'static [Code] {
+        &[CALLBACKS_NOT_VISIBLE]
+    }
+
+    fn rewrite(&self, rewrite: &mut ModuleRewrite) {
+        rewrite_module(rewrite);
+    }
+}
+
+/// The tape of a Keras model's own `train_step` (a `with` statement, where a
+/// delegated `fit` is a call).
+fn is_model_step_tape(site: &TrainingSite, text: &str) -> bool {
+    site.pattern == TrainingPattern::Keras
+        && site.is_model_function
+        && text[site.range.clone()].starts_with("with")
+}
+
+fn rewrite_module(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     wrap_model_step_tapes(rewrite);
     let mut compiled: HashSet<std::ops::Range<usize>> = HashSet::new();
@@ -140,7 +229,7 @@ fn wrap_optimizer_compiled_for(
     if compiles.is_empty() {
         rewrite.diagnose(
             Diagnostic::new(
-                Code::OptimizerNotFound,
+                OPTIMIZER_NOT_FOUND,
                 site.clone(),
                 format!("`{receiver}.compile(...)` is not in this module, so its optimizer was not wrapped in hvd.DistributedOptimizer"),
             )
@@ -175,7 +264,7 @@ fn rewrite_unpacked_fit(
     } else {
         format!("({dict})")
     };
-    let quote = rewrite.quote;
+    let quote = rewrite.stylist.quote;
     let quoted = |key: &str| format!("{quote}{key}{quote}");
     let size = rewrite.horovod_call("size");
     let test = rewrite.rank_zero_test();
@@ -190,7 +279,7 @@ fn rewrite_unpacked_fit(
             quoted("callbacks")
         ));
         rewrite.diagnose(
-            Diagnostic::new(Code::CallbacksNotVisible, span(unpacked), format!("the callbacks in `{dict}` are not visible: any that write files (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) will run on every rank"))
+            Diagnostic::new(CALLBACKS_NOT_VISIBLE, span(unpacked), format!("the callbacks in `{dict}` are not visible: any that write files (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) will run on every rank"))
                 .with_suggestion(format!("add file-writing callbacks only when `{test}`")),
         );
     }
@@ -214,13 +303,16 @@ fn rewrite_unpacked_fit(
     }
     // One entry per line, indented one level past the line of the call.
     let indentation = crate::python::source::indentation_at(rewrite.text, span(fit).start);
-    let inner = format!("{}{indentation}{}", rewrite.newline, rewrite.indent_unit);
-    rewrite.edits.push(Edit::replacement(
+    let inner = format!(
+        "{}{indentation}{}",
+        rewrite.stylist.newline, rewrite.stylist.indent_unit
+    );
+    rewrite.edit(Edit::replacement(
         span(unpacked),
         format!(
             "{{{inner}{},{}{indentation}}}",
             entries.join(&format!(",{inner}")),
-            rewrite.newline
+            rewrite.stylist.newline
         ),
     ));
 }
@@ -262,13 +354,13 @@ fn callbacks_not_visible(rewrite: &mut ModuleRewrite, value: &Expr) {
     }
     let [broadcast, average] = broadcast_callbacks(rewrite);
     let text = rewrite.expression_text(value).to_string();
-    rewrite.edits.push(Edit::replacement(
+    rewrite.edit(Edit::replacement(
         span(value),
         format!("[{broadcast}, {average}, *{text}]"),
     ));
     rewrite.diagnose(
         Diagnostic::new(
-            Code::CallbacksNotVisible,
+            CALLBACKS_NOT_VISIBLE,
             span(value),
             format!("the callbacks in `{text}` are built elsewhere: any that write files (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) will run on every rank"),
         )
@@ -318,6 +410,7 @@ fn rewrite_callback_list(rewrite: &mut ModuleRewrite, scope: &Scope, list: &ast:
             None => {
                 let offset = span(list).start + 1;
                 rewrite
+                    .sink
                     .edits
                     .push(Edit::insertion(offset, format!("{broadcast}, {average}")));
             }
@@ -325,11 +418,15 @@ fn rewrite_callback_list(rewrite: &mut ModuleRewrite, scope: &Scope, list: &ast:
                 let start = span(first).start;
                 let line_start = crate::python::source::line_start(rewrite.text, start);
                 let separator = if rewrite.text[line_start..start].trim().is_empty() {
-                    format!("{}{}", rewrite.newline, &rewrite.text[line_start..start])
+                    format!(
+                        "{}{}",
+                        rewrite.stylist.newline,
+                        &rewrite.text[line_start..start]
+                    )
                 } else {
                     " ".to_string()
                 };
-                rewrite.edits.push(Edit::insertion(
+                rewrite.edit(Edit::insertion(
                     start,
                     format!("{broadcast},{separator}{average},{separator}"),
                 ));
@@ -341,6 +438,7 @@ fn rewrite_callback_list(rewrite: &mut ModuleRewrite, scope: &Scope, list: &ast:
             let text = rewrite.expression_text(element).to_string();
             let replacement = format!("*([{text}] if {} else [])", rewrite.rank_zero_test());
             rewrite
+                .sink
                 .edits
                 .push(Edit::replacement(span(element), replacement));
         }
@@ -397,7 +495,7 @@ fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
             } else {
                 text.to_string()
             };
-            rewrite.edits.push(Edit::replacement(
+            rewrite.edit(Edit::replacement(
                 span(value),
                 format!("{text} if {test} else 0"),
             ));
@@ -440,7 +538,7 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
         && !shards
         && rewrite.options.shard_datasets
         && let Some(data) = fit.args.first()
-        && rewrite.shard_dataset(scope, data)
+        && shard_dataset(rewrite, scope, data)
     {
         return;
     }
@@ -452,7 +550,7 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
             .unwrap_or_else(|| "the data".into());
         rewrite.diagnose(
             Diagnostic::new(
-                Code::DatasetNotSharded,
+                DATASET_NOT_SHARDED,
                 span(fit),
                 format!("every worker trains on all of `{data}` each epoch and no step count divides the work, so more workers bring no speed-up"),
             )
@@ -552,13 +650,13 @@ fn wrap_compiled_optimizer(rewrite: &mut ModuleRewrite, scope: &Scope, compile: 
         }) => match optimizer_for_string(name) {
             Some(class) => {
                 let built = build_optimizer(rewrite, class);
-                rewrite.edits.push(Edit::replacement(
+                rewrite.edit(Edit::replacement(
                     span(optimizer),
                     format!("{hvd}.DistributedOptimizer({built})"),
                 ));
             }
             None => rewrite.diagnose(Diagnostic::new(
-                Code::OptimizerNotFound,
+                OPTIMIZER_NOT_FOUND,
                 span(optimizer),
                 format!(
                     "unknown optimizer name {}: it was not wrapped in hvd.DistributedOptimizer",
@@ -602,11 +700,11 @@ fn wrap_compiled_optimizer(rewrite: &mut ModuleRewrite, scope: &Scope, compile: 
 
 fn wrap_inline(rewrite: &mut ModuleRewrite, optimizer: &Expr) {
     let range = span(optimizer);
-    rewrite.edits.push(Edit::insertion(
+    rewrite.edit(Edit::insertion(
         range.start,
         format!("{}.DistributedOptimizer(", rewrite.hvd),
     ));
-    rewrite.edits.push(Edit::insertion(range.end, ")"));
+    rewrite.edit(Edit::insertion(range.end, ")"));
 }
 
 fn is_optimizer_construction(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {

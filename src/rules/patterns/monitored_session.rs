@@ -9,14 +9,56 @@
 //! Why: the hook broadcasts rank 0's variables once the session has
 //! initialised them; several workers writing one checkpoint directory corrupt it.
 
-use super::common::{ModuleRewrite, find_call};
+use super::Pattern;
+use super::session_save_barrier;
+use crate::analysis::training::find_call;
+use crate::diagnostics::Code;
+use crate::rules::context::RewriteContext;
+use crate::rules::importer::Names;
+use crate::rules::rewrite::ModuleRewrite;
+use rustpython_parser::ast;
+
 use super::tf1::{
     add_broadcast_hook, divide_stop_at_step_hooks, pin_session_config, rank_zero_directory,
     tf1_prefix, wrap_optimizers,
 };
 use crate::analysis::training::TrainingPattern;
 
-pub fn rewrite(rewrite: &mut ModuleRewrite) {
+/// A MonitoredTrainingSession.
+pub struct MonitoredSession;
+
+impl Pattern for MonitoredSession {
+    fn pattern(&self) -> TrainingPattern {
+        TrainingPattern::MonitoredSession
+    }
+
+    fn description(&self) -> &'static str {
+        "a MonitoredTrainingSession"
+    }
+
+    fn horovod_module(&self) -> &'static str {
+        "horovod.tensorflow"
+    }
+
+    /// TF1 pins the GPU through the session's `ConfigProto` instead.
+    fn device_pinning_lines(&self, _context: &RewriteContext, _names: &mut Names) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
+        session_save_barrier(context, save)
+    }
+
+    fn codes(&self) -> &'static [Code] {
+        &[]
+    }
+
+    fn rewrite(&self, rewrite: &mut ModuleRewrite) {
+        rewrite_module(rewrite);
+    }
+}
+
+fn rewrite_module(rewrite: &mut ModuleRewrite) {
     wrap_optimizers(rewrite);
     let module = rewrite.module;
     for site in module

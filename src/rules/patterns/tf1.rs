@@ -7,13 +7,23 @@ use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::common::{ModuleRewrite, calls_in_scope};
+use crate::analysis::training::calls_in_scope;
+use crate::rules::passes::learning_rate::scaled_call_text;
+use crate::rules::rewrite::ModuleRewrite;
+
 use crate::analysis::library;
 use crate::analysis::training::{Scope, callee_name};
 use crate::analysis::walk::{dotted_name, for_each_statement, is_scope, keyword};
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
+
+pub const SESSION_CONFIG_NOT_FOUND: Code = Code::new(
+    "DST111",
+    "session-config-not-found",
+    Severity::Warning,
+    "The `config=` given to a session or RunConfig could not be found, so its GPU was not pinned.",
+);
 
 /// The canonical callee of a call in a scope.
 pub fn canonical_callee(
@@ -121,7 +131,7 @@ fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
             && rewrite.owns_its_lines(&span(stmt))
         {
             let name = rewrite.fresh(&["optimizer", "hvd_optimizer"]);
-            let construction = rewrite.scaled_call_text(scope, optimizer);
+            let construction = scaled_call_text(rewrite, scope, optimizer);
             rewrite.insert_before_statement(
                 &span(stmt),
                 &[
@@ -129,7 +139,7 @@ fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
                     format!("{name} = {hvd}.DistributedOptimizer({name})"),
                 ],
             );
-            rewrite.edits.push(Edit::replacement(span(optimizer), name));
+            rewrite.edit(Edit::replacement(span(optimizer), name));
             return;
         }
     }
@@ -163,11 +173,11 @@ fn is_inside_distributed_optimizer(rewrite: &ModuleRewrite, stmt: &Stmt, target:
 
 fn wrap_inline(rewrite: &mut ModuleRewrite, expr: &Expr) {
     let range = span(expr);
-    rewrite.edits.push(Edit::insertion(
+    rewrite.edit(Edit::insertion(
         range.start,
         format!("{}.DistributedOptimizer(", rewrite.hvd),
     ));
-    rewrite.edits.push(Edit::insertion(range.end, ")"));
+    rewrite.edit(Edit::insertion(range.end, ")"));
 }
 
 /// Pins the GPU of a session (or `RunConfig`) built by `call`, inside `statement`:
@@ -225,7 +235,7 @@ pub fn pin_session_config(
                 _ => {
                     let line = pin(rewrite, &name);
                     rewrite.diagnose(
-                        Diagnostic::new(Code::SessionConfigNotFound, span(call), format!("`{name}` is not built with ConfigProto(...) in this function or at module level, so its GPU was not pinned"))
+                        Diagnostic::new(SESSION_CONFIG_NOT_FOUND, span(call), format!("`{name}` is not built with ConfigProto(...) in this function or at module level, so its GPU was not pinned"))
                             .with_suggestion(format!("after `{name}` is built, add `{line}`")),
                     );
                 }
@@ -241,12 +251,12 @@ pub fn pin_session_config(
                 .to_string();
             let lines = [format!("{name} = {text}"), pin(rewrite, &name)];
             rewrite.insert_before_statement(&span(statement), &lines);
-            rewrite.edits.push(Edit::replacement(span(inline), name));
+            rewrite.edit(Edit::replacement(span(inline), name));
         }
         Some(other) => {
             let text = rewrite.expression_text(other).to_string();
             rewrite.diagnose(
-                Diagnostic::new(Code::SessionConfigNotFound, span(other), format!("the session config `{text}` could not be followed, so its GPU was not pinned"))
+                Diagnostic::new(SESSION_CONFIG_NOT_FOUND, span(other), format!("the session config `{text}` could not be followed, so its GPU was not pinned"))
                     .with_suggestion(format!("set `.gpu_options.visible_device_list = str({})` on it", rewrite.horovod_call("local_rank"))),
             );
         }
@@ -261,9 +271,11 @@ pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
         Some(value) if rewrite.calls_horovod_attribute(value, "BroadcastGlobalVariablesHook") => {}
         Some(Expr::List(list)) => match list.elts.last() {
             Some(last) => rewrite
+                .sink
                 .edits
                 .push(Edit::insertion(span(last).end, format!(", {hook}"))),
             None => rewrite
+                .sink
                 .edits
                 .push(Edit::insertion(span(list).start + 1, hook)),
         },
@@ -278,6 +290,7 @@ pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
         Some(other) => {
             let text = rewrite.expression_text(other).to_string();
             rewrite
+                .sink
                 .edits
                 .push(Edit::replacement(span(other), format!("[*{text}, {hook}]")));
         }
@@ -307,6 +320,7 @@ pub fn rank_zero_directory(rewrite: &mut ModuleRewrite, call: &ast::ExprCall, ke
     };
     let replacement = format!("{text} if {} else None", rewrite.rank_zero_test());
     rewrite
+        .sink
         .edits
         .push(Edit::replacement(span(value), replacement));
 }

@@ -1,0 +1,221 @@
+//! What every rule reads and nobody changes while a module is rewritten: the
+//! analysis, the module, its text and style, the names generated code uses,
+//! and the questions about Horovod code already there.
+
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr, Operator, Stmt, UnaryOp};
+
+use super::RuleOptions;
+use super::patterns::Pattern;
+use super::stylist::Stylist;
+use crate::analysis::library::{self, LibraryClass};
+use crate::analysis::training::{Analysis, ModuleAnalysis, Scope, TrainingPattern, callee_name};
+use crate::analysis::walk::{for_each_statement, walk_expression};
+use crate::python::parse::span;
+
+/// The read-only context of one module's rewrite.
+pub struct RewriteContext<'a> {
+    pub analysis: &'a Analysis<'a>,
+    pub module: &'a ModuleAnalysis<'a>,
+    pub text: &'a str,
+    pub pattern: TrainingPattern,
+    /// The plug-in that rewrites this module's pattern.
+    pub plugin: &'static dyn Pattern,
+    /// The module's name for the Horovod module (`hvd` unless taken).
+    pub hvd: String,
+    /// The module's name for tensorflow (`tf`, `tensorflow`, ...).
+    pub tf: String,
+    /// The module's name for `horovod.tensorflow` when a Keras module needs it
+    /// too (the tape of a model's own `train_step`).
+    pub horovod_tensorflow: Option<String>,
+    pub stylist: Stylist,
+    /// Whether the module imported Horovod before the rewrite.
+    pub had_horovod: bool,
+    pub options: RuleOptions,
+}
+
+impl<'a> RewriteContext<'a> {
+    pub fn source(&self, range: Range<usize>) -> &'a str {
+        &self.text[range]
+    }
+
+    pub fn expression_text(&self, expr: &Expr) -> &'a str {
+        self.source(span(expr))
+    }
+
+    /// A string literal in the file's quote style.
+    pub fn string(&self, value: &str) -> String {
+        self.stylist.string(value)
+    }
+
+    /// `hvd.size()`, `hvd.rank()` ... in the module's alias.
+    pub fn horovod_call(&self, function: &str) -> String {
+        format!("{}.{function}()", self.hvd)
+    }
+
+    pub fn rank_zero_test(&self) -> String {
+        format!("{}.rank() == 0", self.hvd)
+    }
+
+    /// `expr * hvd.size()`, parenthesised where precedence needs it.
+    pub fn scaled(&self, expr: &Expr) -> String {
+        format!(
+            "{} * {}",
+            self.operand_text(expr),
+            self.horovod_call("size")
+        )
+    }
+
+    /// A step count divided among workers, `max(1, n // hvd.size())`: at
+    /// least one step, even a literal `3` on eight workers (`steps_per_epoch=0`
+    /// stops Keras with empty logs, and `validation_steps=0` silently drops
+    /// validation).
+    pub fn divided(&self, expr: &Expr) -> String {
+        format!(
+            "max(1, {} // {})",
+            self.operand_text(expr),
+            self.horovod_call("size")
+        )
+    }
+
+    fn operand_text(&self, expr: &Expr) -> String {
+        let text = self.expression_text(expr);
+        if binds_at_least_as_tightly_as_multiplication(expr) {
+            text.to_string()
+        } else {
+            format!("({text})")
+        }
+    }
+
+    /// The canonical name a callee resolves to in a scope.
+    pub fn callee(&self, scope: &Scope, func: &Expr) -> Option<String> {
+        callee_name(self.analysis.package, self.module.module, scope, func)
+    }
+
+    pub fn library_class_of_call(
+        &self,
+        scope: &Scope,
+        call: &ast::ExprCall,
+    ) -> Option<LibraryClass> {
+        library::library_class(&self.callee(scope, &call.func)?)
+    }
+
+    /// Whether an expression calls `<horovod>.<function>(...)` anywhere in it.
+    pub fn calls_horovod(&self, expr: &Expr, function: &str) -> bool {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            if let Expr::Call(call) = inner
+                && let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == function
+                && self.is_horovod_expression(&attribute.value)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Whether an expression refers to `<horovod>...<attribute>` (`hvd.callbacks.MetricAverageCallback`).
+    pub fn calls_horovod_attribute(&self, expr: &Expr, attribute_name: &str) -> bool {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            if let Expr::Attribute(attribute) = inner
+                && attribute.attr.as_str() == attribute_name
+                && self.is_horovod_expression(&attribute.value)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Whether `name` is assigned, in `body` (not in nested scopes), a value
+    /// that uses `<horovod>...<attribute>` (`tape = hvd.DistributedGradientTape(tape)`):
+    /// how rules recognise what an earlier run already added.
+    pub fn is_assigned_from_horovod(&self, body: &[Stmt], name: &str, attribute: &str) -> bool {
+        let mut found = false;
+        for_each_statement(body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign.targets.iter().any(
+                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
+                )
+                && self.calls_horovod_attribute(&assign.value, attribute)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Whether a statement already sits under `if hvd.rank() == 0:`.
+    pub fn is_guarded(&self, target: &Stmt) -> bool {
+        self.module.index.is_under_rank_zero(&span(target))
+    }
+
+    pub fn is_horovod_expression(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Name(name) if name.id.as_str() == self.hvd => true,
+            Expr::Attribute(attribute) if self.is_horovod_expression(&attribute.value) => true,
+            _ => self
+                .module
+                .module
+                .bindings
+                .resolve_raw(expr)
+                .is_some_and(|name| library::is_horovod(&name)),
+        }
+    }
+
+    /// Whether a statement-level test is `hvd.rank() == 0` (or `local_rank`).
+    pub fn is_rank_zero_test(&self, test: &Expr) -> bool {
+        let Expr::Compare(compare) = test else {
+            return false;
+        };
+        let operands: Vec<&Expr> = std::iter::once(compare.left.as_ref())
+            .chain(compare.comparators.iter())
+            .collect();
+        matches!(compare.ops.as_slice(), [ast::CmpOp::Eq])
+            && operands.iter().any(|operand| {
+                self.calls_horovod(operand, "rank") || self.calls_horovod(operand, "local_rank")
+            })
+            && operands.iter().any(|operand| is_integer(operand, 0))
+    }
+}
+
+pub fn is_string(expr: &Expr, value: &str) -> bool {
+    matches!(expr, Expr::Constant(ast::ExprConstant { value: ast::Constant::Str(text), .. }) if text == value)
+}
+
+pub fn is_integer(expr: &Expr, value: u32) -> bool {
+    matches!(expr, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(number), .. }) if *number == value.into())
+}
+
+fn binds_at_least_as_tightly_as_multiplication(expr: &Expr) -> bool {
+    match expr {
+        Expr::Name(_)
+        | Expr::Attribute(_)
+        | Expr::Call(_)
+        | Expr::Subscript(_)
+        | Expr::List(_)
+        | Expr::Tuple(_)
+        | Expr::Dict(_)
+        | Expr::Set(_)
+        | Expr::ListComp(_)
+        | Expr::DictComp(_)
+        | Expr::SetComp(_)
+        | Expr::GeneratorExp(_)
+        | Expr::JoinedStr(_)
+        | Expr::Constant(_) => true,
+        Expr::UnaryOp(unary) => unary.op != UnaryOp::Not,
+        Expr::BinOp(binary) => matches!(
+            binary.op,
+            Operator::Mult
+                | Operator::Div
+                | Operator::FloorDiv
+                | Operator::Mod
+                | Operator::MatMult
+                | Operator::Pow
+        ),
+        _ => false,
+    }
+}

@@ -1,0 +1,210 @@
+//! Imports the rewrite needs: the name each module is bound to (the module's
+//! own binding when it has one, else a fresh name), and, at the end, the
+//! import statements of the fresh names that generated code really uses,
+//! placed right after the module's tensorflow import.
+
+use std::collections::HashSet;
+
+use rustpython_parser::ast::{self, Constant, Expr, Stmt};
+
+use super::stylist::Stylist;
+use crate::analysis::bindings::{Bindings, assigned_names};
+use crate::analysis::library;
+use crate::analysis::training::{ModuleAnalysis, Scope};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+use crate::python::source::line_end_including_newline;
+
+/// Names used anywhere in the module, so that generated names stay fresh.
+#[derive(Debug, Clone, Default)]
+pub struct Names {
+    taken: HashSet<String>,
+}
+
+impl Names {
+    pub fn of_module(module: &ModuleAnalysis) -> Names {
+        let mut taken = assigned_names(&module.module.body);
+        taken.extend(module.module.bindings.iter().map(|(name, _)| name.clone()));
+        Names { taken }
+    }
+
+    /// The first free candidate (or the first numbered), now taken.
+    pub fn fresh(&mut self, candidates: &[&str]) -> String {
+        let name = fresh_name(candidates, &self.taken);
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+pub fn fresh_name(candidates: &[&str], taken: &HashSet<String>) -> String {
+    for candidate in candidates {
+        if !taken.contains(*candidate) {
+            return (*candidate).to_string();
+        }
+    }
+    let base = candidates.first().copied().unwrap_or("name");
+    (2..)
+        .map(|number| format!("{base}{number}"))
+        .find(|name| !taken.contains(name))
+        .expect("some numbered name is free")
+}
+
+/// An import the rewrite may need: emitted only if generated code uses its name.
+#[derive(Debug, Clone)]
+struct PendingImport {
+    statement: String,
+    name: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Importer {
+    pending: Vec<PendingImport>,
+}
+
+impl Importer {
+    /// The name `module` is bound to in `bindings`, or a fresh one whose
+    /// import is emitted if generated code uses it.
+    pub fn bind(
+        &mut self,
+        bindings: &Bindings,
+        module: &str,
+        candidates: &[&str],
+        names: &mut Names,
+    ) -> String {
+        if let Some(name) = bindings.name_for(module) {
+            return name.to_string();
+        }
+        let name = names.fresh(candidates);
+        self.pending.push(PendingImport {
+            statement: format!("import {module} as {name}"),
+            name: name.clone(),
+        });
+        name
+    }
+
+    /// The module's name for tensorflow. `tf` taken only by function-level
+    /// `import tensorflow as tf` may be reused at the top.
+    pub fn bind_tensorflow(&mut self, module: &ModuleAnalysis, names: &mut Names) -> String {
+        if let Some(name) = module.module.bindings.name_for("tensorflow") {
+            return name.to_string();
+        }
+        let means_tensorflow = |scope: &Scope| {
+            scope
+                .bindings
+                .get("tf")
+                .map(|binding| library::canonical_name(&binding.qualified) == "tensorflow")
+        };
+        let scopes = &module.scopes;
+        let tensorflow_only_in_functions = scopes
+            .iter()
+            .all(|scope| means_tensorflow(scope) != Some(false))
+            && scopes
+                .iter()
+                .any(|scope| means_tensorflow(scope) == Some(true));
+        let mut candidates_taken = names.taken.clone();
+        if tensorflow_only_in_functions {
+            candidates_taken.remove("tf");
+        }
+        let name = fresh_name(&["tf", "tensorflow"], &candidates_taken);
+        names.taken.insert(name.clone());
+        let statement = if name == "tensorflow" {
+            "import tensorflow".to_string()
+        } else {
+            format!("import tensorflow as {name}")
+        };
+        // The tensorflow import comes first: the Horovod import needs it loaded.
+        let import = PendingImport {
+            statement,
+            name: name.clone(),
+        };
+        self.pending.insert(0, import);
+        name
+    }
+
+    /// The insertion of the imports that generated code uses, after the
+    /// module's tensorflow import (or its last import, or its docstring).
+    pub fn edit(
+        &self,
+        text: &str,
+        body: &[Stmt],
+        stylist: &Stylist,
+        generated: &[Edit],
+    ) -> Option<Edit> {
+        let used = |import: &&PendingImport| {
+            let prefix = format!("{}.", import.name);
+            generated.iter().any(|edit| edit.content.contains(&prefix))
+        };
+        let lines: Vec<String> = self
+            .pending
+            .iter()
+            .filter(used)
+            .map(|import| import.statement.clone())
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        let anchor = body
+            .iter()
+            .find(|stmt| imports_tensorflow(stmt))
+            .or_else(|| last_import(body))
+            .map(span);
+        Some(match anchor {
+            Some(range) => {
+                super::edit_builders::insert_after_statement(text, stylist, &range, &lines)
+            }
+            None => Edit::insertion(
+                after_docstring_and_future(body, text),
+                stylist.indented_lines("", &lines),
+            ),
+        })
+    }
+}
+
+pub fn imports_tensorflow(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::Import(import) => import.names.iter().any(|alias| {
+            let name = alias.name.as_str();
+            name == "tensorflow" || name.starts_with("tensorflow.")
+        }),
+        Stmt::ImportFrom(import) => import.module.as_deref().is_some_and(|module| {
+            import.level.is_none_or(|level| level.to_u32() == 0)
+                && (module == "tensorflow" || module.starts_with("tensorflow."))
+        }),
+        _ => false,
+    }
+}
+
+/// The last top-level import statement (a `try:` of imports counts as one).
+pub fn last_import(body: &[Stmt]) -> Option<&Stmt> {
+    body.iter().rev().find(|stmt| is_import_statement(stmt))
+}
+
+/// An import, or a `try:` made only of imports (the optional-dependency idiom).
+pub fn is_import_statement(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::Import(_) | Stmt::ImportFrom(_) => true,
+        Stmt::Try(node) => {
+            !node.body.is_empty()
+                && node
+                    .body
+                    .iter()
+                    .all(|inner| matches!(inner, Stmt::Import(_) | Stmt::ImportFrom(_)))
+        }
+        _ => false,
+    }
+}
+
+/// Offset after the module docstring and `from __future__` imports.
+pub fn after_docstring_and_future(body: &[Stmt], text: &str) -> usize {
+    let mut offset = 0;
+    for stmt in body {
+        let is_docstring = matches!(stmt, Stmt::Expr(expression) if matches!(expression.value.as_ref(), Expr::Constant(ast::ExprConstant { value: Constant::Str(_), .. })));
+        let is_future = matches!(stmt, Stmt::ImportFrom(import) if import.module.as_deref() == Some("__future__"));
+        if (is_docstring && offset == 0) || is_future {
+            offset = line_end_including_newline(text, span(stmt).end.saturating_sub(1));
+        } else {
+            break;
+        }
+    }
+    offset
+}

@@ -1,0 +1,216 @@
+//! Learning-rate scaling: the rate of every optimizer and schedule the module
+//! constructs is multiplied by `hvd.size()` (keyword, else positional, else
+//! the library default added as a keyword), since N workers average N times
+//! fewer gradient steps over the same data. A schedule passed to an optimizer
+//! is scaled, not both; a rate that already uses `hvd.size()` is left alone.
+//!
+//! Input: every call of every scope, and the calls patterns already rewrote
+//! as a whole (`LearningRateState::handled_calls`). Output: the scaling edits,
+//! DST102 when no warm-up is in sight, DST109 for a rate hidden in `**kwargs`.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr};
+
+use crate::analysis::index::AbstractValue;
+use crate::analysis::library::{LearningRateArgument, LibraryClass};
+use crate::analysis::training::Scope;
+use crate::analysis::walk::is_scope;
+use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+use crate::rules::rewrite::ModuleRewrite;
+
+pub const LEARNING_RATE_WITHOUT_WARMUP: Code = Code::new(
+    "DST102",
+    "learning-rate-without-warmup",
+    Severity::Info,
+    "The learning rate is scaled by the number of workers with no warm-up.",
+);
+
+pub const OPTIMIZER_NOT_FOUND: Code = Code::new(
+    "DST109",
+    "optimizer-not-found",
+    Severity::Warning,
+    "The optimizer or its learning rate could not be found or resolved.",
+);
+
+pub const CODES: &[Code] = &[LEARNING_RATE_WITHOUT_WARMUP, OPTIMIZER_NOT_FOUND];
+
+/// What the pass and the patterns that scale a call themselves share.
+#[derive(Debug, Default)]
+pub struct LearningRateState {
+    /// Calls (by start offset) a pattern already rewrote as a whole.
+    pub handled_calls: HashSet<usize>,
+    /// The first optimizer or schedule whose rate was scaled: where DST102 points.
+    pub first_scaled_call: Option<Range<usize>>,
+}
+
+/// Scales every optimizer and schedule construction the patterns left alone.
+pub fn run(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let schedules_of = |scope: &Scope| -> HashSet<String> {
+        scope
+            .facts
+            .names_holding(AbstractValue::Schedule)
+            .map(String::from)
+            .collect()
+    };
+    let top_level_schedules = schedules_of(&module.scopes[0]);
+    for scope in &module.scopes {
+        let mut schedule_names = schedules_of(scope);
+        schedule_names.extend(top_level_schedules.iter().cloned());
+        for site in &scope.facts.calls {
+            let handled = rewrite
+                .learning_rates
+                .handled_calls
+                .contains(&span(site.call).start);
+            if is_scope(site.statement) || handled {
+                continue;
+            }
+            scale_call_learning_rate(rewrite, scope, site.call, &schedule_names);
+        }
+    }
+    let mentions_warmup = rewrite.text.contains("Warmup") || rewrite.text.contains("warmup");
+    if let Some(range) = rewrite.learning_rates.first_scaled_call.clone()
+        && !mentions_warmup
+        && !rewrite.had_horovod
+    {
+        let suggestion = rewrite.plugin.warmup_suggestion(&rewrite.hvd);
+        rewrite.diagnose(
+            Diagnostic::new(
+                LEARNING_RATE_WITHOUT_WARMUP,
+                range,
+                "learning rate multiplied by hvd.size() with no warm-up; a large scaled rate can diverge in the first epochs",
+            )
+            .with_suggestion(suggestion),
+        );
+    }
+}
+
+/// Scales the learning rate one optimizer or schedule construction passes
+/// (or adds the scaled default). Returns whether it did.
+pub fn scale_call_learning_rate(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+    schedule_names: &HashSet<String>,
+) -> bool {
+    let Some(class) = rewrite.library_class_of_call(scope, call) else {
+        return false;
+    };
+    let (LibraryClass::Optimizer(argument) | LibraryClass::Schedule(argument)) = class else {
+        return false;
+    };
+    let is_schedule = matches!(class, LibraryClass::Schedule(_));
+    if let Some(value) = learning_rate_value(call, &argument) {
+        let value_is_schedule = match value {
+            Expr::Call(inner) => matches!(
+                rewrite.library_class_of_call(scope, inner),
+                Some(LibraryClass::Schedule(_))
+            ),
+            Expr::Name(name) => schedule_names.contains(name.id.as_str()),
+            _ => false,
+        };
+        if value_is_schedule || rewrite.calls_horovod(value, "size") {
+            return false;
+        }
+        if is_schedule && argument.keyword == "values" {
+            scale_each(rewrite, value);
+        } else {
+            rewrite.scale_expression(value);
+        }
+        rewrite
+            .learning_rates
+            .first_scaled_call
+            .get_or_insert(span(call));
+        true
+    } else if let Some(unpacked) = call.keywords.iter().find(|keyword| keyword.arg.is_none()) {
+        // `Adam(**config)`: the rate may be in the dict, and a second one is a TypeError.
+        let text = rewrite.expression_text(&unpacked.value).to_string();
+        let size = rewrite.horovod_call("size");
+        rewrite.diagnose(
+            Diagnostic::new(OPTIMIZER_NOT_FOUND, span(call), format!("the learning rate of this optimizer may be in `**{text}`, so it was not scaled by {size}"))
+                .with_suggestion(format!("multiply the `{}` given in `{text}` by `{size}`", argument.keyword)),
+        );
+        false
+    } else if let Some(default) = argument.default {
+        let value = format!("{default} * {}", rewrite.horovod_call("size"));
+        rewrite.add_keyword(call, argument.keyword, &value);
+        rewrite
+            .learning_rates
+            .first_scaled_call
+            .get_or_insert(span(call));
+        true
+    } else {
+        false
+    }
+}
+
+/// The text of a call with its learning rate scaled, for rules that move
+/// the call elsewhere (the chained TF1 `Optimizer(...).minimize(...)`).
+/// The call is marked handled so the module-wide scaling skips it.
+pub fn scaled_call_text(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> String {
+    let mark = rewrite.sink.edits.len();
+    scale_call_learning_rate(rewrite, scope, call, &HashSet::new());
+    let range = span(call);
+    let local: Vec<Edit> = rewrite
+        .sink
+        .edits
+        .drain(mark..)
+        .map(|edit| {
+            Edit::replacement(
+                edit.range.start - range.start..edit.range.end - range.start,
+                edit.content,
+            )
+        })
+        .collect();
+    rewrite.learning_rates.handled_calls.insert(range.start);
+    crate::python::edit::apply_edits(&rewrite.text[range], &local)
+        .unwrap_or_else(|_| rewrite.text[span(call)].to_string())
+}
+
+/// Scales each element of a list literal (`PiecewiseConstantDecay` values).
+fn scale_each(rewrite: &mut ModuleRewrite, value: &Expr) {
+    match value {
+        Expr::List(list) => {
+            for element in &list.elts {
+                rewrite.scale_expression(element);
+            }
+        }
+        other => {
+            let text = rewrite.expression_text(other);
+            let replacement = format!(
+                "[value * {} for value in {text}]",
+                rewrite.horovod_call("size")
+            );
+            rewrite.edit(Edit::replacement(span(other), replacement));
+        }
+    }
+}
+/// The learning-rate argument a call passes, by keyword or position.
+pub fn learning_rate_value<'e>(
+    call: &'e ast::ExprCall,
+    argument: &LearningRateArgument,
+) -> Option<&'e Expr> {
+    let by_keyword = call.keywords.iter().find(|keyword| {
+        keyword.arg.as_ref().is_some_and(|name| {
+            name.as_str() == argument.keyword || Some(name.as_str()) == argument.legacy_keyword
+        })
+    });
+    if let Some(keyword) = by_keyword {
+        return Some(&keyword.value);
+    }
+    call.args.get(argument.position).filter(|_| {
+        !call
+            .args
+            .iter()
+            .take(argument.position + 1)
+            .any(|a| matches!(a, Expr::Starred(_)))
+    })
+}

@@ -1,0 +1,24 @@
+//! The passes every pattern shares, one file each, run in this order after
+//! the pattern's own rewrite: the init block, learning-rate scaling, removal
+//! of the user's device pinning, and rank-0 guards. The loop-step division
+//! and sharding are called by the patterns on the loop they found.
+
+pub mod device_pinning;
+pub mod init_block;
+pub mod learning_rate;
+pub mod loop_steps;
+pub mod rank_zero;
+pub mod sharding;
+
+use crate::diagnostics::Code;
+
+/// The codes the shared passes raise.
+pub fn codes() -> Vec<Code> {
+    [
+        device_pinning::CODES,
+        learning_rate::CODES,
+        loop_steps::CODES,
+        rank_zero::CODES,
+    ]
+    .concat()
+}

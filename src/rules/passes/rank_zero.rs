@@ -1,0 +1,368 @@
+//! Rank 0 writes, everyone computes: prints, `model.summary()`, saves,
+//! checkpoints and summary writes go under `if hvd.rank() == 0:` (one guard
+//! around consecutive statements); a summary file writer becomes a no-op
+//! writer elsewhere; a save read back later is followed by a barrier, so no
+//! rank reads before rank 0 has written.
+//!
+//! Input: every scope, its statements and its checkpoint names (from the
+//! index). Output: the guards, writers and barriers, and DST004 / DST108 for
+//! the statements that could not be guarded.
+
+use std::collections::HashSet;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::index::AbstractValue;
+use crate::analysis::library;
+use crate::analysis::training::Scope;
+use crate::analysis::walk::{
+    calls_in_statement, is_scope, nested_bodies, walk_expression, walk_statement_expressions,
+};
+use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+use crate::rules::rewrite::ModuleRewrite;
+
+pub const PRINT_WITH_SIDE_EFFECTS: Code = Code::new(
+    "DST004",
+    "print-with-side-effects",
+    Severity::Warning,
+    "A print's arguments have side effects, so it cannot be moved to rank 0.",
+);
+
+pub const STATEMENT_NOT_GUARDED: Code = Code::new(
+    "DST108",
+    "statement-not-guarded",
+    Severity::Warning,
+    "A statement that should run on rank 0 only was left on every rank: it shares its line with other code, or it is a save whose result is used further down.",
+);
+
+pub const CODES: &[Code] = &[PRINT_WITH_SIDE_EFFECTS, STATEMENT_NOT_GUARDED];
+
+/// Puts the statements that must run once (prints, saves, summaries) under
+/// `if hvd.rank() == 0:`. Loading stays on every rank.
+pub fn run(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let checkpoints_of = |scope: &Scope| -> HashSet<String> {
+        scope
+            .facts
+            .names_holding(AbstractValue::Checkpoint)
+            .map(String::from)
+            .collect()
+    };
+    let top_level_checkpoints = checkpoints_of(&module.scopes[0]);
+    for (index, scope) in module.scopes.iter().enumerate() {
+        let mut checkpoints = checkpoints_of(scope);
+        checkpoints.extend(top_level_checkpoints.iter().cloned());
+        guard_block(rewrite, index, scope, scope.body, &checkpoints);
+    }
+}
+
+fn guard_block(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    scope: &Scope,
+    body: &[Stmt],
+    checkpoints: &HashSet<String>,
+) {
+    let mut group: Vec<&Stmt> = Vec::new();
+    for stmt in body {
+        if must_run_on_rank_zero(rewrite, scope_index, scope, stmt, checkpoints) {
+            if rewrite.owns_its_lines(&span(stmt)) {
+                group.push(stmt);
+                continue;
+            }
+            rewrite.diagnose(
+                Diagnostic::new(STATEMENT_NOT_GUARDED, span(stmt), "this statement should run on rank 0 only, but it shares its line with other code")
+                    .with_suggestion(format!("put it on its own line under `if {}:`", rewrite.rank_zero_test())),
+            );
+        }
+        if !group.is_empty() {
+            guard_group(rewrite, scope, &group);
+            group.clear();
+        }
+        if let Stmt::Assign(assign) = stmt {
+            guard_summary_writer(rewrite, scope, assign);
+        }
+        if is_scope(stmt) {
+            continue;
+        }
+        if let Stmt::If(node) = stmt
+            && rewrite.is_rank_zero_test(&node.test)
+        {
+            guard_block(rewrite, scope_index, scope, &node.orelse, checkpoints);
+            continue;
+        }
+        for nested in nested_bodies(stmt) {
+            guard_block(rewrite, scope_index, scope, nested, checkpoints);
+        }
+    }
+    if !group.is_empty() {
+        guard_group(rewrite, scope, &group);
+    }
+}
+
+/// Guards a run of rank-0 statements. A save whose result is assigned
+/// (`path = manager.save()`) joins only when the names it assigns are not
+/// used after the run: other ranks would not have them.
+fn guard_group(rewrite: &mut ModuleRewrite, scope: &Scope, group: &[&Stmt]) {
+    let group_end = group.last().map_or(0, |last| span(*last).end);
+    // Names the scope reads after the run (code, not comments or strings).
+    let mut read_later = HashSet::new();
+    for stmt in &scope.facts.statements {
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Name(name) = expr
+                && span(expr).start >= group_end
+            {
+                read_later.insert(name.id.to_string());
+            }
+        });
+    }
+    let mut run: Vec<&Stmt> = Vec::new();
+    for stmt in group {
+        let used_later = match stmt {
+            Stmt::Assign(assign) => assign.targets.iter().find_map(|target| match target {
+                Expr::Name(name) => read_later
+                    .contains(name.id.as_str())
+                    .then(|| name.id.to_string()),
+                other => Some(rewrite.source(span(other)).to_string()),
+            }),
+            _ => None,
+        };
+        match used_later {
+            None => run.push(stmt),
+            Some(name) => {
+                rewrite.diagnose(
+                    Diagnostic::new(STATEMENT_NOT_GUARDED, span(*stmt), format!("this save runs on every rank because `{name}`, which it assigns, is used further down; every worker writes the same files"))
+                        .with_suggestion(format!("move the uses of `{name}` under `if {}:` with the save", rewrite.rank_zero_test())),
+                );
+                if !run.is_empty() {
+                    rewrite.guard_statements(&run);
+                    run.clear();
+                }
+            }
+        }
+    }
+    if !run.is_empty() {
+        rewrite.guard_statements(&run);
+    }
+    barrier_before_reading_back(rewrite, scope, group, group_end);
+}
+
+/// A save moved to rank 0 and read back further down (`load_model`,
+/// `restore`, `latest_checkpoint`...) would be read by the other ranks
+/// before rank 0 has written it: wait for rank 0 right after the save.
+fn barrier_before_reading_back(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    group: &[&Stmt],
+    group_end: usize,
+) {
+    const SAVES: &[&str] = &["save", "save_weights", "write"];
+    const READS: &[&str] = &[
+        "load_model",
+        "load_weights",
+        "restore",
+        "latest_checkpoint",
+        "load",
+    ];
+    let method_of = |call: &ast::ExprCall| -> Option<String> {
+        match call.func.as_ref() {
+            Expr::Attribute(attribute) => Some(attribute.attr.to_string()),
+            Expr::Name(name) => Some(name.id.to_string()),
+            _ => None,
+        }
+    };
+    let save = group.iter().find_map(|stmt| {
+        calls_in_statement(stmt)
+            .into_iter()
+            .find(|call| method_of(call).is_some_and(|method| SAVES.contains(&method.as_str())))
+    });
+    let Some(save) = save else {
+        return;
+    };
+    let reads_back = scope.facts.calls.iter().any(|site| {
+        span(site.statement).start >= group_end
+            && method_of(site.call).is_some_and(|method| READS.contains(&method.as_str()))
+    });
+    if !reads_back || rewrite.text[group_end..].contains("save_barrier") {
+        return;
+    }
+    let Some(barrier) = rewrite.plugin.save_barrier(&rewrite.context, save) else {
+        return;
+    };
+    let last = group.last().map_or(0..0, |last| span(*last));
+    let first = group.first().map_or(0..0, |first| span(*first));
+    let line = format!("{barrier}  # rank 0 has written it before anyone reads it back");
+    rewrite.insert_after_statement(&(first.start..last.end), &[line]);
+}
+
+fn must_run_on_rank_zero(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    scope: &Scope,
+    stmt: &Stmt,
+    checkpoints: &HashSet<String>,
+) -> bool {
+    // Saves return a path, so `path = manager.save()` counts too.
+    let (call, assigned) = match stmt {
+        Stmt::Expr(expression) => (expression.value.as_ref(), false),
+        Stmt::Assign(assign) => (assign.value.as_ref(), true),
+        _ => return false,
+    };
+    let Expr::Call(call) = call else {
+        return false;
+    };
+    if assigned {
+        return is_checkpoint_save(rewrite, scope, call, checkpoints);
+    }
+    if let Expr::Name(name) = call.func.as_ref()
+        && name.id.as_str() == "print"
+        && !scope.bindings.is_bound("print")
+    {
+        return print_without_side_effects(rewrite, call);
+    }
+    if let Some(callee) = scope.bindings.resolve(&call.func) {
+        if callee == "tensorflow.print" {
+            return print_without_side_effects(rewrite, call);
+        }
+        if let Some(function) = callee.strip_prefix("tensorflow.summary.") {
+            return matches!(
+                function,
+                "scalar" | "histogram" | "image" | "text" | "audio" | "write"
+            );
+        }
+    }
+    if is_checkpoint_save(rewrite, scope, call, checkpoints) {
+        return true;
+    }
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return false;
+    };
+    let Some(receiver) = crate::analysis::walk::dotted_name(&attribute.value) else {
+        return false;
+    };
+    let receiver = receiver.as_str();
+    let method = attribute.attr.as_str();
+    let is_model = rewrite.module.models[scope_index].contains(receiver)
+        || rewrite
+            .module
+            .assumed_models
+            .iter()
+            .any(|(index, name, _)| *index == scope_index && name == receiver);
+    is_model && matches!(method, "summary" | "save" | "save_weights")
+}
+
+/// `ckpt.save(...)`, `manager.save()`, `saver.save(...)`, and the chained
+/// `tf.train.Saver().save(...)`: they write files, which one worker must own.
+fn is_checkpoint_save(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+    checkpoints: &HashSet<String>,
+) -> bool {
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return false;
+    };
+    if !matches!(attribute.attr.as_str(), "save" | "write") {
+        return false;
+    }
+    let known = match attribute.value.as_ref() {
+        Expr::Call(constructor) => rewrite
+            .callee(scope, &constructor.func)
+            .is_some_and(|callee| is_checkpoint_class(&library::canonical_name(&callee))),
+        receiver => crate::analysis::walk::dotted_name(receiver)
+            .is_some_and(|receiver| checkpoints.contains(receiver.as_str())),
+    };
+    // A saver made elsewhere (returned by a graph-building function) still
+    // shows itself: `saver.save(sess, path)` takes the session first.
+    known
+        || (attribute.attr.as_str() == "save"
+            && matches!(call.args.first(), Some(Expr::Name(first))
+                if scope.facts.session_names().contains(first.id.as_str())))
+}
+
+fn print_without_side_effects(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) -> bool {
+    let mut side_effect = None;
+    for argument in call
+        .args
+        .iter()
+        .chain(call.keywords.iter().map(|keyword| &keyword.value))
+    {
+        walk_expression(argument, &mut |expr| {
+            let has_effect = match expr {
+                Expr::NamedExpr(_) => true,
+                Expr::Call(inner) => match inner.func.as_ref() {
+                    Expr::Name(name) => matches!(name.id.as_str(), "next" | "input"),
+                    Expr::Attribute(attribute) => matches!(
+                        attribute.attr.as_str(),
+                        "pop"
+                            | "popleft"
+                            | "popitem"
+                            | "append"
+                            | "extend"
+                            | "send"
+                            | "update"
+                            | "write"
+                            | "assign"
+                            | "assign_add"
+                            | "assign_sub"
+                            | "apply_gradients"
+                            | "run"
+                            | "step"
+                            | "save"
+                    ),
+                    _ => false,
+                },
+                _ => false,
+            };
+            if has_effect && side_effect.is_none() {
+                side_effect = Some(span(expr));
+            }
+        });
+    }
+    match side_effect {
+        None => true,
+        Some(range) => {
+            let effect = rewrite.source(range).to_string();
+            rewrite.diagnose(
+                Diagnostic::new(
+                    PRINT_WITH_SIDE_EFFECTS,
+                    span(call),
+                    format!("`{effect}` inside this print has side effects; guarding the print would run them on rank 0 only, so it was left on every rank"),
+                )
+                .with_suggestion(format!("compute the value before the print, then put the print under `if {}:`", rewrite.rank_zero_test())),
+            );
+            false
+        }
+    }
+}
+
+/// `writer = tf.summary.create_file_writer(d)` -> a real writer on rank 0, a no-op one elsewhere.
+fn guard_summary_writer(rewrite: &mut ModuleRewrite, scope: &Scope, assign: &ast::StmtAssign) {
+    let Expr::Call(call) = assign.value.as_ref() else {
+        return;
+    };
+    if scope.bindings.resolve(&call.func).as_deref()
+        != Some("tensorflow.summary.create_file_writer")
+    {
+        return;
+    }
+    let value = rewrite.expression_text(&assign.value);
+    let replacement = format!(
+        "{value} if {} else {}.summary.create_noop_writer()",
+        rewrite.rank_zero_test(),
+        rewrite.tf
+    );
+    rewrite.edit(Edit::replacement(span(assign.value.as_ref()), replacement));
+}
+
+/// Classes whose `save` writes checkpoint files.
+fn is_checkpoint_class(callee: &str) -> bool {
+    matches!(
+        callee,
+        "tensorflow.train.Checkpoint"
+            | "tensorflow.train.CheckpointManager"
+            | "tensorflow.train.Saver"
+    )
+}

@@ -1,0 +1,76 @@
+//! Sharding a tf.data pipeline: `.shard(hvd.size(), hvd.rank())` right after
+//! its source, so that each worker reads its own part of the data.
+//!
+//! Input: the scope and the dataset expression (a pipeline or a name bound to
+//! one). Output: one insertion, and whether a pipeline was found.
+
+use std::ops::Range;
+
+use rustpython_parser::ast::{Expr, Stmt};
+
+use crate::analysis::training::Scope;
+use crate::analysis::walk::walk_expression;
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+use crate::rules::rewrite::ModuleRewrite;
+
+/// The calls that create a tf.data pipeline from data.
+const DATASET_SOURCES: &[&str] = &[
+    "tensorflow.data.Dataset.from_tensor_slices",
+    "tensorflow.data.Dataset.from_tensors",
+    "tensorflow.data.Dataset.from_generator",
+    "tensorflow.data.Dataset.range",
+    "tensorflow.data.Dataset.list_files",
+    "tensorflow.data.TFRecordDataset",
+    "tensorflow.data.TextLineDataset",
+];
+
+/// Inserts the shard after the source of the pipeline `dataset` names (or is).
+/// Returns whether it found a pipeline to shard.
+pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
+    let pipeline: Option<&Expr> = match dataset {
+        Expr::Name(name) => {
+            let top_level = &rewrite.module.scopes[0];
+            [scope, top_level].into_iter().find_map(|candidate| {
+                candidate
+                    .facts
+                    .assignments
+                    .iter()
+                    .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
+                    .find(|assignment| {
+                        assignment.name == name.id.as_str()
+                            && dataset_source(rewrite, candidate, assignment.value).is_some()
+                    })
+                    .map(|assignment| assignment.value)
+            })
+        }
+        other => Some(other),
+    };
+    let Some(source) = pipeline.and_then(|pipeline| dataset_source(rewrite, scope, pipeline))
+    else {
+        return false;
+    };
+    let shard = format!(
+        ".shard({}, {})",
+        rewrite.horovod_call("size"),
+        rewrite.horovod_call("rank")
+    );
+    rewrite.edit(Edit::insertion(source.end, shard));
+    true
+}
+
+/// The range of the call that creates a tf.data pipeline inside `expr`.
+fn dataset_source(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr) -> Option<Range<usize>> {
+    let mut found = None;
+    walk_expression(expr, &mut |inner| {
+        if found.is_none()
+            && let Expr::Call(call) = inner
+            && rewrite
+                .callee(scope, &call.func)
+                .is_some_and(|callee| DATASET_SOURCES.contains(&callee.as_str()))
+        {
+            found = Some(span(call));
+        }
+    });
+    found
+}

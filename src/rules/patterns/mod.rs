@@ -1,0 +1,117 @@
+//! Training patterns as plug-ins. Each pattern (Keras `fit`, a GradientTape
+//! loop, a TF1 Session, ...) is one file implementing [`Pattern`]: what the
+//! analysis' sites of that pattern need rewritten, which Horovod module its
+//! generated code uses, how the init block pins devices, and the diagnostics
+//! it owns. The registry lists them; the engine finds a module's plug-in
+//! there by the pattern the analysis classified it as.
+
+pub mod estimator;
+pub mod gradient_tape;
+pub mod keras;
+pub mod monitored_session;
+pub mod session;
+pub mod tf1;
+
+use rustpython_parser::ast::{self, Expr};
+
+use super::context::RewriteContext;
+use super::importer::Names;
+use super::rewrite::ModuleRewrite;
+use crate::analysis::training::{ModuleAnalysis, TrainingPattern};
+use crate::diagnostics::Code;
+
+/// A training pattern's rewrite.
+pub trait Pattern: Sync {
+    /// The pattern of the analysis this plug-in rewrites.
+    fn pattern(&self) -> TrainingPattern;
+
+    /// How messages name a loop of this pattern ("a GradientTape loop").
+    fn description(&self) -> &'static str;
+
+    /// The Horovod module generated code uses (`horovod.tensorflow`).
+    fn horovod_module(&self) -> &'static str;
+
+    /// The Horovod module for this module in particular (a plug-in may need
+    /// another one for some modules); the pattern's by default.
+    fn horovod_module_for(&self, _module: &ModuleAnalysis, _text: &str) -> &'static str {
+        self.horovod_module()
+    }
+
+    /// Whether this module also needs `horovod.tensorflow` under its own name.
+    fn needs_horovod_tensorflow(&self, _module: &ModuleAnalysis, _text: &str) -> bool {
+        false
+    }
+
+    /// The lines after `hvd.init()` that pin one GPU per process. By default
+    /// TF2's `tf.config` pinning; a pattern that pins elsewhere (TF1 through
+    /// the session's `ConfigProto`) returns none.
+    fn device_pinning_lines(&self, context: &RewriteContext, names: &mut Names) -> Vec<String> {
+        tf2_device_pinning(context, names)
+    }
+
+    /// What to suggest when a scaled learning rate has no warm-up.
+    fn warmup_suggestion(&self, _hvd: &str) -> String {
+        "ramp the rate up from the single-worker value over the first epochs".to_string()
+    }
+
+    /// The statement that makes every rank wait until rank 0 has written a
+    /// save that is read back further down (`save` is the saving call);
+    /// `None` when this pattern cannot place one.
+    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String>;
+
+    /// The diagnostics this pattern raises and documents.
+    fn codes(&self) -> &'static [Code] {
+        &[]
+    }
+
+    /// The pattern's own edits and diagnostics; the shared passes run after.
+    fn rewrite(&self, rewrite: &mut ModuleRewrite);
+}
+
+/// Every pattern the tool rewrites.
+pub static REGISTRY: &[&dyn Pattern] = &[
+    &keras::Keras,
+    &gradient_tape::GradientTape,
+    &session::Session,
+    &monitored_session::MonitoredSession,
+    &estimator::Estimator,
+];
+
+/// The plug-in of a pattern.
+pub fn plugin_for(pattern: TrainingPattern) -> &'static dyn Pattern {
+    *REGISTRY
+        .iter()
+        .find(|plugin| plugin.pattern() == pattern)
+        .expect("every pattern the analysis finds has a plug-in")
+}
+
+/// `hvd.init()` is followed by TF2's pinning: memory growth on every GPU, and
+/// the one at the process's local rank made the only visible one.
+pub fn tf2_device_pinning(context: &RewriteContext, names: &mut Names) -> Vec<String> {
+    let (tf, hvd) = (&context.tf, &context.hvd);
+    let gpus = names.fresh(&["gpus", "hvd_gpus"]);
+    let gpu = names.fresh(&["gpu", "hvd_gpu"]);
+    let gpu_string = context.string("GPU");
+    let unit = &context.stylist.indent_unit;
+    vec![
+        format!("{gpus} = {tf}.config.experimental.list_physical_devices({gpu_string})"),
+        format!(
+            "for {gpu} in {gpus}:\n{unit}{tf}.config.experimental.set_memory_growth({gpu}, True)"
+        ),
+        format!(
+            "if {gpus}:\n{unit}{tf}.config.experimental.set_visible_devices({gpus}[{hvd}.local_rank()], {gpu_string})"
+        ),
+    ]
+}
+
+/// Graph mode: the barrier runs in the session that saved (the session is
+/// the first argument of `saver.save(sess, path)`).
+pub fn session_save_barrier(context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
+    match save.args.first() {
+        Some(Expr::Name(session)) => Some(format!(
+            "{}.run({}.allreduce({}.constant(0), name=\"save_barrier\"))",
+            session.id, context.hvd, context.tf
+        )),
+        _ => None,
+    }
+}

@@ -1,0 +1,202 @@
+//! The rewrite of one training module in progress: the read-only context,
+//! the fresh names and imports generated code needs, and the sink that
+//! collects edits and diagnostics. Rules and passes get it mutably; the
+//! facts they read come from the context (and through it, the analysis).
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::RuleOptions;
+use super::context::RewriteContext;
+use super::edit_builders;
+use super::importer::{Importer, Names};
+use super::passes::learning_rate::LearningRateState;
+use super::patterns::Pattern;
+use super::stylist::Stylist;
+use crate::analysis::library;
+use crate::analysis::training::{Analysis, ModuleAnalysis};
+use crate::diagnostics::Diagnostic;
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+
+/// Edits and diagnostics, in the order rules produced them.
+#[derive(Debug, Default)]
+pub struct RewriteSink {
+    pub edits: Vec<Edit>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl RewriteSink {
+    pub fn edit(&mut self, edit: Edit) {
+        self.edits.push(edit);
+    }
+
+    /// Adds a diagnostic once (two rules may find the same thing).
+    pub fn diagnose(&mut self, diagnostic: Diagnostic) {
+        if !self.diagnostics.contains(&diagnostic) {
+            self.diagnostics.push(diagnostic);
+        }
+    }
+}
+
+pub struct ModuleRewrite<'a> {
+    pub context: RewriteContext<'a>,
+    pub sink: RewriteSink,
+    pub names: Names,
+    importer: Importer,
+    /// Calls whose added keywords go on lines of their own (the line was too long).
+    continued_calls: HashSet<usize>,
+    /// What the learning-rate pass shares with patterns that scale a call themselves.
+    pub learning_rates: LearningRateState,
+}
+
+impl<'a> std::ops::Deref for ModuleRewrite<'a> {
+    type Target = RewriteContext<'a>;
+
+    fn deref(&self) -> &RewriteContext<'a> {
+        &self.context
+    }
+}
+
+impl<'a> ModuleRewrite<'a> {
+    pub fn new(
+        analysis: &'a Analysis<'a>,
+        module: &'a ModuleAnalysis<'a>,
+        plugin: &'static dyn Pattern,
+        options: RuleOptions,
+    ) -> Self {
+        let text = module.module.source.text.as_str();
+        let bindings = &module.module.bindings;
+        let mut names = Names::of_module(module);
+        let mut importer = Importer::default();
+        let had_horovod = bindings
+            .iter()
+            .any(|(_, binding)| library::is_horovod(&binding.qualified));
+        let wanted = plugin.horovod_module_for(module, text);
+        let hvd = importer.bind(bindings, wanted, &["hvd", "horovod_", "hvd_"], &mut names);
+        let horovod_tensorflow = if wanted == "horovod.tensorflow" {
+            Some(hvd.clone())
+        } else if plugin.needs_horovod_tensorflow(module, text) {
+            let candidates = ["hvd_tf", "horovod_tf"];
+            Some(importer.bind(bindings, "horovod.tensorflow", &candidates, &mut names))
+        } else {
+            None
+        };
+        let tf = importer.bind_tensorflow(module, &mut names);
+        let context = RewriteContext {
+            analysis,
+            module,
+            text,
+            pattern: plugin.pattern(),
+            plugin,
+            hvd,
+            tf,
+            horovod_tensorflow,
+            stylist: Stylist::detect(text, &module.module.body),
+            had_horovod,
+            options,
+        };
+        ModuleRewrite {
+            context,
+            sink: RewriteSink::default(),
+            names,
+            importer,
+            continued_calls: HashSet::new(),
+            learning_rates: LearningRateState::default(),
+        }
+    }
+
+    pub fn diagnose(&mut self, diagnostic: Diagnostic) {
+        self.sink.diagnose(diagnostic);
+    }
+
+    pub fn edit(&mut self, edit: Edit) {
+        self.sink.edit(edit);
+    }
+
+    pub fn fresh(&mut self, candidates: &[&str]) -> String {
+        self.names.fresh(candidates)
+    }
+
+    /// Whether a statement starts its line and no other statement follows on its last line.
+    pub fn owns_its_lines(&self, range: &Range<usize>) -> bool {
+        edit_builders::owns_its_lines(self.text, range)
+    }
+
+    /// Inserts statements after the statement at `range`, at its indentation.
+    pub fn insert_after_statement(&mut self, range: &Range<usize>, lines: &[String]) {
+        let edit = edit_builders::insert_after_statement(self.text, &self.stylist, range, lines);
+        self.sink.edit(edit);
+    }
+
+    /// Inserts statements before the statement at `range`, at its indentation.
+    pub fn insert_before_statement(&mut self, range: &Range<usize>, lines: &[String]) {
+        let edit = edit_builders::insert_before_statement(self.text, &self.stylist, range, lines);
+        self.sink.edit(edit);
+    }
+
+    /// Puts consecutive statements of one block under a single `if hvd.rank() == 0:`.
+    pub fn guard_statements(&mut self, statements: &[&Stmt]) {
+        let test = self.rank_zero_test();
+        let edits = edit_builders::guard_statements(self.text, &self.stylist, statements, &test);
+        self.sink.edits.extend(edits);
+    }
+
+    /// Adds `name=value` to a call, after its last argument, following the call's layout.
+    pub fn add_keyword(&mut self, call: &ast::ExprCall, name: &str, value: &str) {
+        let start = span(call).start;
+        let continued = self.continued_calls.contains(&start);
+        let added =
+            edit_builders::add_keyword(self.text, &self.stylist, call, name, value, continued);
+        if added.continued {
+            self.continued_calls.insert(start);
+        }
+        self.sink.edits.extend(added.edits);
+    }
+
+    /// Replaces an expression with its scaled form, unless it already uses `hvd.size()`.
+    pub fn scale_expression(&mut self, expr: &Expr) {
+        if self.calls_horovod(expr, "size") {
+            return;
+        }
+        let replacement = self.scaled(expr);
+        self.sink.edit(Edit::replacement(span(expr), replacement));
+    }
+
+    /// Replaces a step count with its divided form, unless it already uses `hvd.size()`.
+    pub fn divide_expression(&mut self, expr: &Expr) {
+        if self.calls_horovod(expr, "size") {
+            return;
+        }
+        let replacement = self.divided(expr);
+        self.sink.edit(Edit::replacement(span(expr), replacement));
+    }
+
+    /// The edits and diagnostics, diagnostics in source order. The imports
+    /// come first among edits at the same offset (before the init block).
+    pub fn finish(self) -> (Vec<Edit>, Vec<Diagnostic>) {
+        let ModuleRewrite {
+            context,
+            sink,
+            importer,
+            ..
+        } = self;
+        let RewriteSink {
+            mut edits,
+            mut diagnostics,
+        } = sink;
+        let generated: Vec<Edit> = edits
+            .iter()
+            .chain(diagnostics.iter().flat_map(|diagnostic| &diagnostic.fix))
+            .cloned()
+            .collect();
+        let body = &context.module.module.body;
+        if let Some(imports) = importer.edit(context.text, body, &context.stylist, &generated) {
+            edits.insert(0, imports);
+        }
+        diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start, diagnostic.code));
+        (edits, diagnostics)
+    }
+}
