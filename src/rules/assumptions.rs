@@ -1,4 +1,4 @@
-//! Assumption warnings (seed 000 §2.1 and §3.1, SPEC 7): the code shapes the
+//! Assumption warnings: the code shapes the
 //! rewrite relies on, reported at the statement that breaks them.
 
 use std::collections::HashMap;
@@ -7,6 +7,7 @@ use rustpython_parser::ast::{Expr, Stmt};
 
 use crate::analysis::bindings::BindingKind;
 use crate::analysis::library::{self, LibraryClass};
+use crate::analysis::training::Scope;
 use crate::analysis::walk::{
     for_each_statement, is_scope, nested_bodies, walk_statement_expressions,
 };
@@ -125,7 +126,7 @@ fn imports_tensorflow_or_keras(stmt: &Stmt) -> bool {
     }
 }
 
-/// Restriction 1: imports at the top of the module (tensorflow imports in functions count too).
+/// Imports at the top of the module (tensorflow imports in functions count too).
 fn imports_at_top(rewrite: &mut ModuleRewrite) {
     let body = &rewrite.module.module.body;
     let mut seen_code = false;
@@ -167,7 +168,7 @@ fn imports_at_top(rewrite: &mut ModuleRewrite) {
     }
 }
 
-/// Restrictions 2 and 3: tensorflow bound only by import; members not aliased.
+/// TensorFlow bound only by import; members not aliased.
 fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
     let mut bindings: Vec<(String, crate::analysis::bindings::Binding)> = Vec::new();
     for scope in &rewrite.module.scopes {
@@ -224,101 +225,140 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
     }
 }
 
-/// Restrictions 5-7 and 9: each optimizer created once, unconditionally, not aliased or reassigned.
+/// Each optimizer created once, unconditionally, not aliased or reassigned.
+/// Optimizers, each created once, unconditionally, not aliased or
+/// reassigned; a module-level one not changed after the functions using it.
 fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     for (index, scope) in module.scopes.iter().enumerate() {
-        let mut creations: HashMap<String, Vec<std::ops::Range<usize>>> = HashMap::new();
-        let mut other_assignments: Vec<(String, std::ops::Range<usize>, bool)> = Vec::new();
-        let mut conditional = Vec::new();
-        visit_assignments(scope.body, false, &mut |stmt, nested| {
-            let Stmt::Assign(assign) = stmt else { return };
-            let is_optimizer = matches!(assign.value.as_ref(), Expr::Call(call) if matches!(rewrite.library_class_of_call(scope, call), Some(LibraryClass::Optimizer(_))));
-            // `opt = hvd.DistributedOptimizer(opt)` wraps the optimizer; it does not replace it.
-            if rewrite.calls_horovod_attribute(&assign.value, "DistributedOptimizer") {
-                return;
-            }
-            for target in &assign.targets {
-                let Expr::Name(name) = target else { continue };
-                if is_optimizer {
-                    creations
-                        .entry(name.id.to_string())
-                        .or_default()
-                        .push(span(stmt));
-                    if nested {
-                        conditional.push(span(stmt));
-                    }
-                } else {
-                    let is_alias = matches!(assign.value.as_ref(), Expr::Name(_));
-                    other_assignments.push((name.id.to_string(), span(stmt), is_alias));
+        let found = optimizer_assignments(rewrite, scope);
+        report_creations(rewrite, &found);
+        report_reassignments(rewrite, &found);
+        if index == 0 {
+            report_global_changes(rewrite, &found.creations);
+        }
+    }
+}
+
+type Creations = HashMap<String, Vec<std::ops::Range<usize>>>;
+
+/// The optimizer assignments of one scope.
+struct OptimizerAssignments {
+    /// Each name's optimizer constructions, in source order.
+    creations: Creations,
+    /// Other assignments: the name, the statement, whether it is `a = b`.
+    others: Vec<(String, std::ops::Range<usize>, bool)>,
+    /// Constructions inside a conditional or loop block.
+    conditional: Vec<std::ops::Range<usize>>,
+}
+
+fn optimizer_assignments(rewrite: &ModuleRewrite, scope: &Scope) -> OptimizerAssignments {
+    let mut creations: HashMap<String, Vec<std::ops::Range<usize>>> = HashMap::new();
+    let mut others: Vec<(String, std::ops::Range<usize>, bool)> = Vec::new();
+    let mut conditional = Vec::new();
+    visit_assignments(scope.body, false, &mut |stmt, nested| {
+        let Stmt::Assign(assign) = stmt else { return };
+        let is_optimizer = matches!(assign.value.as_ref(), Expr::Call(call) if matches!(rewrite.library_class_of_call(scope, call), Some(LibraryClass::Optimizer(_))));
+        // `opt = hvd.DistributedOptimizer(opt)` wraps the optimizer; it does not replace it.
+        if rewrite.calls_horovod_attribute(&assign.value, "DistributedOptimizer") {
+            return;
+        }
+        for target in &assign.targets {
+            let Expr::Name(name) = target else { continue };
+            if is_optimizer {
+                creations
+                    .entry(name.id.to_string())
+                    .or_default()
+                    .push(span(stmt));
+                if nested {
+                    conditional.push(span(stmt));
                 }
+            } else {
+                let is_alias = matches!(assign.value.as_ref(), Expr::Name(_));
+                others.push((name.id.to_string(), span(stmt), is_alias));
             }
-        });
-        for range in conditional {
+        }
+    });
+    OptimizerAssignments {
+        creations,
+        others,
+        conditional,
+    }
+}
+
+fn report_creations(rewrite: &mut ModuleRewrite, found: &OptimizerAssignments) {
+    let creations = &found.creations;
+    for range in found.conditional.iter().cloned() {
+        rewrite.diagnose(
+            Diagnostic::new(CREATED_CONDITIONALLY, range, "the optimizer is created inside a conditional or loop block, but the rewrite assumes one optimizer per training loop: check that the one used for training is scaled and wrapped")
+                .with_suggestion("choose the optimizer class conditionally, then create it once unconditionally"),
+        );
+    }
+    let mut names: Vec<&String> = creations.keys().collect();
+    names.sort();
+    for name in names {
+        let ranges = &creations[name];
+        for range in ranges.iter().skip(1) {
             rewrite.diagnose(
-                Diagnostic::new(CREATED_CONDITIONALLY, range, "the optimizer is created inside a conditional or loop block, but the rewrite assumes one optimizer per training loop: check that the one used for training is scaled and wrapped")
-                    .with_suggestion("choose the optimizer class conditionally, then create it once unconditionally"),
+                Diagnostic::new(CREATED_MORE_THAN_ONCE, range.clone(), format!("optimizer `{name}` is created more than once; the rewrite assumes one optimizer per training loop"))
+                    .with_suggestion("create the optimizer once"),
             );
         }
-        let mut names: Vec<&String> = creations.keys().collect();
-        names.sort();
-        for name in names {
-            let ranges = &creations[name];
-            for range in ranges.iter().skip(1) {
-                rewrite.diagnose(
-                    Diagnostic::new(CREATED_MORE_THAN_ONCE, range.clone(), format!("optimizer `{name}` is created more than once; the rewrite assumes one optimizer per training loop"))
-                        .with_suggestion("create the optimizer once"),
-                );
-            }
-        }
-        for (name, range, is_alias) in &other_assignments {
-            let Some(first) = creations.get(name).and_then(|ranges| ranges.first()) else {
-                // `opt2 = opt`: an alias of an optimizer.
-                if *is_alias {
-                    let source = rewrite.source(range.clone()).to_string();
-                    let aliased = source
-                        .split('=')
-                        .nth(1)
-                        .map(str::trim)
-                        .unwrap_or_default()
-                        .to_string();
-                    if creations.contains_key(&aliased) {
-                        rewrite.diagnose(
-                            Diagnostic::new(CREATED_MORE_THAN_ONCE, range.clone(), format!("optimizer `{aliased}` is aliased as `{name}`; uses through the alias are not followed"))
-                                .with_suggestion(format!("use `{aliased}` directly")),
-                        );
-                    }
-                }
-                continue;
-            };
-            if range.start > first.start {
-                rewrite.diagnose(
-                    Diagnostic::new(REASSIGNED, range.clone(), format!("`{name}` held an optimizer and is reassigned here; code after this line may no longer use the distributed optimizer"))
-                        .with_suggestion("use a new name for the new value"),
-                );
-            }
-        }
-        // Restriction 9: a module-level optimizer used in functions must not change after them.
-        if index == 0 {
-            for (name, ranges) in &creations {
-                let Some(first_function) = module
-                    .scopes
-                    .iter()
-                    .skip(1)
-                    .filter(|function| function.parent == Some(0) && uses_name(function.body, name))
-                    .filter_map(|function| function.range())
-                    .map(|range| range.start)
-                    .min()
-                else {
-                    continue;
-                };
-                for range in ranges.iter().filter(|range| range.start > first_function) {
+    }
+}
+
+fn report_reassignments(rewrite: &mut ModuleRewrite, found: &OptimizerAssignments) {
+    let creations = &found.creations;
+    for (name, range, is_alias) in &found.others {
+        let Some(first) = creations.get(name).and_then(|ranges| ranges.first()) else {
+            // `opt2 = opt`: an alias of an optimizer.
+            if *is_alias {
+                let source = rewrite.source(range.clone()).to_string();
+                let aliased = source
+                    .split('=')
+                    .nth(1)
+                    .map(str::trim)
+                    .unwrap_or_default()
+                    .to_string();
+                if creations.contains_key(&aliased) {
                     rewrite.diagnose(
-                        Diagnostic::new(GLOBAL_OPTIMIZER_CHANGED, range.clone(), format!("global optimizer `{name}` is (re)defined after a function that uses it; which optimizer that function sees depends on call order"))
-                            .with_suggestion("define the optimizer once, before the functions that use it"),
+                        Diagnostic::new(CREATED_MORE_THAN_ONCE, range.clone(), format!("optimizer `{aliased}` is aliased as `{name}`; uses through the alias are not followed"))
+                            .with_suggestion(format!("use `{aliased}` directly")),
                     );
                 }
             }
+            continue;
+        };
+        if range.start > first.start {
+            rewrite.diagnose(
+                Diagnostic::new(REASSIGNED, range.clone(), format!("`{name}` held an optimizer and is reassigned here; code after this line may no longer use the distributed optimizer"))
+                    .with_suggestion("use a new name for the new value"),
+            );
+        }
+    }
+}
+
+/// A module-level optimizer used in functions must not change after them:
+/// which one a function sees would depend on call order.
+fn report_global_changes(rewrite: &mut ModuleRewrite, creations: &Creations) {
+    let module = rewrite.module;
+    for (name, ranges) in creations {
+        let Some(first_function) = module
+            .scopes
+            .iter()
+            .skip(1)
+            .filter(|function| function.parent == Some(0) && uses_name(function.body, name))
+            .filter_map(|function| function.range())
+            .map(|range| range.start)
+            .min()
+        else {
+            continue;
+        };
+        for range in ranges.iter().filter(|range| range.start > first_function) {
+            rewrite.diagnose(
+                Diagnostic::new(GLOBAL_OPTIMIZER_CHANGED, range.clone(), format!("global optimizer `{name}` is (re)defined after a function that uses it; which optimizer that function sees depends on call order"))
+                    .with_suggestion("define the optimizer once, before the functions that use it"),
+            );
         }
     }
 }
@@ -374,7 +414,7 @@ fn uses_name(body: &[Stmt], name: &str) -> bool {
     used
 }
 
-/// §3.1 restrictions 4 and 5: training functions passed as values or defined conditionally.
+/// Training functions passed as values or defined conditionally.
 fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     let functions = &rewrite.analysis.functions;

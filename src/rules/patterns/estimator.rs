@@ -1,4 +1,4 @@
-//! TF1 `tf.estimator.Estimator` (SPEC 4.6).
+//! TF1 `tf.estimator.Estimator`.
 //!
 //! What it does: in the `model_fn` (in this module or another), scales and
 //! wraps the optimizer; `model_dir` only on rank 0; pins the GPU through

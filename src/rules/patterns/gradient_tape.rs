@@ -1,4 +1,4 @@
-//! Custom training loops with `tf.GradientTape` (SPEC 4.3).
+//! Custom training loops with `tf.GradientTape`.
 //!
 //! What it does: after each `with tf.GradientTape() as tape:` block (or before
 //! the `tape.gradient` call inside it) wraps the tape with
@@ -13,7 +13,7 @@
 //!
 //! "Once" is kept by a flag in the Python loop that calls the step: inside
 //! `@tf.function`, Python runs only while tracing, so a flag there would be
-//! read once and never again (seed mistake 7); a flag assigned inside a
+//! read once and never again; a flag assigned inside a
 //! function would need `global`. The flag lives in the function that owns the
 //! loop, so neither problem arises.
 //!
@@ -363,6 +363,32 @@ fn broadcast_after_first_step(
     }
     // The step is a function (often a `@tf.function`): find the Python loop that calls it.
     let step_name = scope.name().to_string();
+    if broadcast_in_caller_loop(rewrite, scope_index, &step_name, apply, &targets) {
+        return;
+    }
+    if let Some((path, line)) = module.step_callers.get(&scope_index) {
+        rewrite.diagnose(Diagnostic::new(
+            BROADCAST_PLACEMENT,
+            span(apply),
+            format!("`{step_name}` is called by the training loop in {path} (line {line}): the one-time broadcast and the step count are rewritten there"),
+        ));
+        return;
+    }
+    report_unplaced_broadcast(rewrite, scope_index, &step_name, apply, &targets);
+}
+
+/// Places the broadcast in a Python loop of this module that calls the step
+/// function by name; returns whether the step was handled (placed, or
+/// reported because the targets cannot be named there).
+fn broadcast_in_caller_loop(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    step_name: &str,
+    apply: &ast::ExprCall,
+    targets: &[BroadcastTargets],
+) -> bool {
+    let module = rewrite.module;
+    let scope = &module.scopes[scope_index];
     for (caller_index, caller) in module.scopes.iter().enumerate() {
         if caller_index == scope_index || caller.is_tf_function {
             continue;
@@ -389,7 +415,7 @@ fn broadcast_after_first_step(
                     span(apply),
                     format!("the model or optimizer of `{step_name}` is local to it, so the broadcast after its first call could not name them"),
                 ).with_suggestion(format!("pass the model and optimizer to `{step_name}` as arguments, or broadcast inside it on the first batch (Horovod's `first_batch` pattern)")));
-                return;
+                return true;
             };
             let innermost = path.iter().rev().find(|stmt| is_loop(stmt)).copied();
             place_broadcast(
@@ -397,28 +423,33 @@ fn broadcast_after_first_step(
                 outermost,
                 call_statement,
                 &translated,
-                Some(&step_name),
+                Some(step_name),
             );
             if let Some(innermost) = innermost {
                 divide_loop_steps(rewrite, innermost);
             }
-            return;
+            return true;
         }
     }
-    if let Some((path, line)) = module.step_callers.get(&scope_index) {
-        rewrite.diagnose(Diagnostic::new(
-            BROADCAST_PLACEMENT,
-            span(apply),
-            format!("`{step_name}` is called by the training loop in {path} (line {line}): the one-time broadcast and the step count are rewritten there"),
-        ));
-        return;
-    }
+    false
+}
+
+/// No loop of this module calls the step: say why no broadcast was added.
+fn report_unplaced_broadcast(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    step_name: &str,
+    apply: &ast::ExprCall,
+    targets: &[BroadcastTargets],
+) {
+    let module = rewrite.module;
+    let scope = &module.scopes[scope_index];
     let used_as_value = rewrite
         .sink
         .diagnostics
         .iter()
         .any(|diagnostic| diagnostic.code == FUNCTION_PASSED_AS_VALUE)
-        || crate::analysis::walk::mentions_name_outside_calls(&module.module.body, &step_name);
+        || crate::analysis::walk::mentions_name_outside_calls(&module.module.body, step_name);
     let (code, message) = if scope.function.is_some() && used_as_value {
         (
             FUNCTION_PASSED_AS_VALUE,

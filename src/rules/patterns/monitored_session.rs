@@ -1,8 +1,8 @@
-//! TF1 `tf.train.MonitoredTrainingSession` (SPEC 4.5).
+//! TF1 `tf.train.MonitoredTrainingSession`.
 //!
 //! What it does: wraps the optimizer; appends
 //! `hvd.BroadcastGlobalVariablesHook(0)` to the hooks as a new list (never
-//! `hooks.append(...)`, which returns None: seed mistake 4); checkpoints only
+//! `hooks.append(...)`, which returns None, so `hooks=` would get None); checkpoints only
 //! on rank 0 (`checkpoint_dir=dir if hvd.rank() == 0 else None`); pins the GPU
 //! through `config=`; divides `StopAtStepHook(last_step=...)`.
 //!

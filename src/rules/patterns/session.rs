@@ -1,4 +1,4 @@
-//! TF1 `tf.Session` loops (SPEC 4.4).
+//! TF1 `tf.Session` loops.
 //!
 //! What it does: wraps the optimizer (splitting `Optimizer(...).minimize(...)`
 //! into optimizer, wrap, minimize), pins the session's GPU through its

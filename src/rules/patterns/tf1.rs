@@ -1,6 +1,7 @@
-//! Shared pieces of the TF1 patterns (SPEC 4.4-4.6): wrapping `tf.train`
+//! Shared pieces of the TF1 patterns: wrapping `tf.train`
 //! optimizers in `hvd.DistributedOptimizer` (splitting the chained
-//! `Optimizer(...).minimize(...)`, seed mistake 5), pinning the GPU through
+//! `Optimizer(...).minimize(...)`: wrapping the train op it returns would
+//! average nothing), pinning the GPU through
 //! the session's `ConfigProto`, and the broadcast hook.
 
 use std::collections::HashSet;
@@ -122,7 +123,7 @@ fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
             return;
         }
         // `train_op = tf.train.AdamOptimizer(lr).minimize(loss)`: the optimizer
-        // is wrapped, never the train op (seed mistake 5), so the chain is split.
+        // is wrapped, never the train op (a train op has no gradients to average), so the chain is split.
         if let Expr::Call(minimize) = assign.value.as_ref()
             && let Expr::Attribute(attribute) = minimize.func.as_ref()
             && attribute.attr.as_str() == "minimize"
@@ -182,7 +183,7 @@ fn wrap_inline(rewrite: &mut ModuleRewrite, expr: &Expr) {
 
 /// Pins the GPU of a session (or `RunConfig`) built by `call`, inside `statement`:
 /// `config.gpu_options.visible_device_list = str(hvd.local_rank())` on its
-/// `ConfigProto`, created when the call passes none (SPEC 4.1).
+/// `ConfigProto`, created when the call passes none.
 pub fn pin_session_config(
     rewrite: &mut ModuleRewrite,
     scope: &Scope,
@@ -263,7 +264,8 @@ pub fn pin_session_config(
     }
 }
 
-/// Adds `hvd.BroadcastGlobalVariablesHook(0)` to a `hooks=` argument, as a new list (seed mistake 4).
+/// Adds `hvd.BroadcastGlobalVariablesHook(0)` to a `hooks=` argument, as a new list
+/// (`hooks.append(...)` returns None, which `hooks=` would then receive).
 pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
     let hook = format!("{}.BroadcastGlobalVariablesHook(0)", rewrite.hvd);
     match keyword(call, "hooks").map(|keyword| &keyword.value) {

@@ -1,0 +1,259 @@
+//! The callbacks of a Keras `fit`: Horovod's broadcast and metric-averaging
+//! callbacks first, file writers on rank 0 only, the others everywhere.
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::rules::rewrite::ModuleRewrite;
+
+use super::{CALLBACKS_NOT_VISIBLE, rank_zero_verbose};
+use crate::analysis::library::LibraryClass;
+use crate::analysis::training::Scope;
+use crate::analysis::walk::{for_each_statement, keyword};
+use crate::diagnostics::Diagnostic;
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+
+/// `model.fit(data, **fit_kwargs)`: a keyword added beside the unpacked dict
+/// would be given twice when the dict has it too (a TypeError). What the
+/// call does not name goes into the dict instead:
+/// `**{**fit_kwargs, "callbacks": [...], "verbose": ..., **({"steps_per_epoch": ...} if ... else {})}`.
+pub(super) fn rewrite_unpacked_fit(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+    unpacked: &Expr,
+) {
+    if rewrite.calls_horovod_attribute(unpacked, "BroadcastGlobalVariablesCallback")
+        || rewrite
+            .expression_text(unpacked)
+            .contains("BroadcastGlobalVariablesCallback")
+    {
+        return;
+    }
+    let dict = rewrite.expression_text(unpacked).to_string();
+    let dict = if matches!(
+        unpacked,
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_)
+    ) {
+        dict
+    } else {
+        format!("({dict})")
+    };
+    let quote = rewrite.stylist.quote;
+    let quoted = |key: &str| format!("{quote}{key}{quote}");
+    let size = rewrite.horovod_call("size");
+    let test = rewrite.rank_zero_test();
+    let mut entries = vec![format!("**{dict}")];
+    if keyword(fit, "callbacks").is_some() {
+        rewrite_callbacks(rewrite, scope, fit);
+    } else {
+        let [broadcast, average] = broadcast_callbacks(rewrite);
+        entries.push(format!(
+            "{}: [{broadcast}, {average}, *{dict}.get({}, [])]",
+            quoted("callbacks"),
+            quoted("callbacks")
+        ));
+        rewrite.diagnose(
+            Diagnostic::new(CALLBACKS_NOT_VISIBLE, span(unpacked), format!("the callbacks in `{dict}` are not visible: any that write files (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) will run on every rank"))
+                .with_suggestion(format!("add file-writing callbacks only when `{test}`")),
+        );
+    }
+    if keyword(fit, "verbose").is_some() {
+        rank_zero_verbose(rewrite, fit);
+    } else {
+        entries.push(format!(
+            "{}: {dict}.get({}, 1) if {test} else 0",
+            quoted("verbose"),
+            quoted("verbose")
+        ));
+    }
+    for name in ["steps_per_epoch", "validation_steps"] {
+        match keyword(fit, name) {
+            Some(steps) => rewrite.divide_expression(&steps.value),
+            None => entries.push(format!(
+                "**({{{key}: max(1, {dict}[{key}] // {size})}} if {key} in {dict} and {dict}[{key}] else {{}})",
+                key = quoted(name)
+            )),
+        }
+    }
+    // One entry per line, indented one level past the line of the call.
+    let indentation = crate::python::source::indentation_at(rewrite.text, span(fit).start);
+    let inner = format!(
+        "{}{indentation}{}",
+        rewrite.stylist.newline, rewrite.stylist.indent_unit
+    );
+    rewrite.edit(Edit::replacement(
+        span(unpacked),
+        format!(
+            "{{{inner}{},{}{indentation}}}",
+            entries.join(&format!(",{inner}")),
+            rewrite.stylist.newline
+        ),
+    ));
+}
+
+pub(super) fn broadcast_callbacks(rewrite: &ModuleRewrite) -> [String; 2] {
+    [
+        format!(
+            "{}.callbacks.BroadcastGlobalVariablesCallback(0)",
+            rewrite.hvd
+        ),
+        format!("{}.callbacks.MetricAverageCallback()", rewrite.hvd),
+    ]
+}
+
+pub(super) fn rewrite_callbacks(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
+    let [broadcast, average] = broadcast_callbacks(rewrite);
+    let Some(callbacks) = keyword(fit, "callbacks") else {
+        rewrite.add_keyword(fit, "callbacks", &format!("[{broadcast}, {average}]"));
+        return;
+    };
+    match &callbacks.value {
+        Expr::List(list) => rewrite_callback_list(rewrite, scope, list),
+        Expr::Name(name) => {
+            let definitions = list_definitions(rewrite, scope, name.id.as_str());
+            if let [list] = definitions.as_slice() {
+                rewrite_callback_list(rewrite, scope, list);
+                guard_writer_appends(rewrite, scope, name.id.as_str());
+            } else {
+                callbacks_not_visible(rewrite, &callbacks.value);
+            }
+        }
+        other => callbacks_not_visible(rewrite, other),
+    }
+}
+
+pub(super) fn callbacks_not_visible(rewrite: &mut ModuleRewrite, value: &Expr) {
+    if rewrite.calls_horovod_attribute(value, "BroadcastGlobalVariablesCallback") {
+        return;
+    }
+    let [broadcast, average] = broadcast_callbacks(rewrite);
+    let text = rewrite.expression_text(value).to_string();
+    rewrite.edit(Edit::replacement(
+        span(value),
+        format!("[{broadcast}, {average}, *{text}]"),
+    ));
+    rewrite.diagnose(
+        Diagnostic::new(
+            CALLBACKS_NOT_VISIBLE,
+            span(value),
+            format!("the callbacks in `{text}` are built elsewhere: any that write files (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) will run on every rank"),
+        )
+        .with_suggestion(format!("add file-writing callbacks only when `{}`", rewrite.rank_zero_test())),
+    );
+}
+
+/// The list literals a name is assigned in this scope (or at top level when the scope never assigns it).
+pub(super) fn list_definitions<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope: &Scope<'a>,
+    name: &str,
+) -> Vec<&'a ast::ExprList> {
+    let mut definitions = Vec::new();
+    let mut other_assignments = 0;
+    let scopes = [scope, &rewrite.module.scopes[0]];
+    for candidate in scopes {
+        for_each_statement(candidate.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign.targets.iter().any(
+                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
+                )
+            {
+                match assign.value.as_ref() {
+                    Expr::List(list) => definitions.push(list),
+                    _ => other_assignments += 1,
+                }
+            }
+        });
+        if !definitions.is_empty() || other_assignments > 0 {
+            break;
+        }
+    }
+    if other_assignments > 0 {
+        return Vec::new();
+    }
+    definitions
+}
+
+pub(super) fn rewrite_callback_list(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    list: &ast::ExprList,
+) {
+    let already = list.elts.iter().any(|element| {
+        rewrite.calls_horovod_attribute(element, "BroadcastGlobalVariablesCallback")
+    });
+    if !already {
+        let [broadcast, average] = broadcast_callbacks(rewrite);
+        match list.elts.first() {
+            None => {
+                let offset = span(list).start + 1;
+                rewrite
+                    .sink
+                    .edits
+                    .push(Edit::insertion(offset, format!("{broadcast}, {average}")));
+            }
+            Some(first) => {
+                let start = span(first).start;
+                let line_start = crate::python::source::line_start(rewrite.text, start);
+                let separator = if rewrite.text[line_start..start].trim().is_empty() {
+                    format!(
+                        "{}{}",
+                        rewrite.stylist.newline,
+                        &rewrite.text[line_start..start]
+                    )
+                } else {
+                    " ".to_string()
+                };
+                rewrite.edit(Edit::insertion(
+                    start,
+                    format!("{broadcast},{separator}{average},{separator}"),
+                ));
+            }
+        }
+    }
+    for element in &list.elts {
+        if is_writer_callback(rewrite, scope, element) {
+            let text = rewrite.expression_text(element).to_string();
+            let replacement = format!("*([{text}] if {} else [])", rewrite.rank_zero_test());
+            rewrite
+                .sink
+                .edits
+                .push(Edit::replacement(span(element), replacement));
+        }
+    }
+}
+
+pub(super) fn is_writer_callback(rewrite: &ModuleRewrite, scope: &Scope, element: &Expr) -> bool {
+    let Expr::Call(call) = element else {
+        return false;
+    };
+    matches!(
+        rewrite.library_class_of_call(scope, call),
+        Some(LibraryClass::Callback { writes_files: true })
+    )
+}
+
+/// `callbacks.append(ModelCheckpoint(...))` runs on rank 0 only.
+pub(super) fn guard_writer_appends(rewrite: &mut ModuleRewrite, scope: &Scope, name: &str) {
+    let mut appends = Vec::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Expr(expression) = stmt
+            && let Expr::Call(call) = expression.value.as_ref()
+            && let Expr::Attribute(attribute) = call.func.as_ref()
+            && attribute.attr.as_str() == "append"
+            && matches!(attribute.value.as_ref(), Expr::Name(receiver) if receiver.id.as_str() == name)
+            && call
+                .args
+                .first()
+                .is_some_and(|argument| is_writer_callback(rewrite, scope, argument))
+        {
+            appends.push(stmt);
+        }
+    });
+    for stmt in appends {
+        if rewrite.owns_its_lines(&span(stmt)) && !rewrite.is_guarded(stmt) {
+            rewrite.guard_statements(&[stmt]);
+        }
+    }
+}

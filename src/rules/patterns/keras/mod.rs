@@ -1,0 +1,328 @@
+//! Keras `compile` + `fit`.
+//!
+//! What it does: wraps the optimizer given to `compile` in
+//! `hvd.DistributedOptimizer` (building it from the name when it is a
+//! string), adds the broadcast and metric-averaging callbacks in front of the
+//! user's, keeps file-writing callbacks on rank 0, makes `fit` and `evaluate`
+//! verbose on rank 0 only, and divides `steps_per_epoch` / `validation_steps`.
+//!
+//! Why: Horovod averages gradients in the wrapped optimizer; every worker must
+//! start from rank 0's weights; callbacks that stop training (EarlyStopping)
+//! must run on every rank or the job deadlocks, while callbacks that write
+//! files must not race each other.
+//!
+//! Example: `opt = Adam(1e-3)` -> `opt = Adam(1e-3 * hvd.size())` and
+//! `opt = hvd.DistributedOptimizer(opt)` on the next line.
+//!
+//! Assumptions (reported when broken): the callbacks list is visible in the
+//! function that calls `fit`; the model is compiled in the same module.
+
+use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
+use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
+mod callbacks;
+mod optimizer;
+
+use callbacks::{rewrite_callbacks, rewrite_unpacked_fit};
+use optimizer::{find_compiles, wrap_compiled_optimizer};
+
+use std::collections::HashSet;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::training::calls_in_scope;
+use crate::analysis::training::find_call;
+use crate::rules::passes::sharding::shard_dataset;
+use crate::rules::rewrite::ModuleRewrite;
+
+use super::Pattern;
+use crate::analysis::training::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
+use crate::analysis::walk::{dotted_name, for_each_statement, keyword};
+use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+use crate::rules::context::RewriteContext;
+
+pub const CALLBACKS_NOT_VISIBLE: Code = Code::new(
+    "DST106",
+    "callbacks-not-visible",
+    Severity::Warning,
+    "The callbacks list is built where the tool cannot see it; callbacks that write files may run on every rank.",
+);
+
+/// Keras `compile` + `fit`.
+pub struct Keras;
+
+impl Pattern for Keras {
+    fn pattern(&self) -> TrainingPattern {
+        TrainingPattern::Keras
+    }
+
+    fn description(&self) -> &'static str {
+        "Keras `fit`"
+    }
+
+    fn horovod_module(&self) -> &'static str {
+        "horovod.tensorflow.keras"
+    }
+
+    /// A module whose only Keras code is a model's own `train_step` needs only
+    /// the tape, from `horovod.tensorflow`.
+    fn horovod_module_for(&self, module: &ModuleAnalysis, text: &str) -> &'static str {
+        let steps = module
+            .sites
+            .iter()
+            .filter(|site| is_model_step_tape(site, text));
+        if steps.count() > 0
+            && module
+                .sites
+                .iter()
+                .all(|site| is_model_step_tape(site, text))
+        {
+            "horovod.tensorflow"
+        } else {
+            self.horovod_module()
+        }
+    }
+
+    /// The tape of a Keras model's own `train_step` needs horovod.tensorflow's
+    /// DistributedGradientTape.
+    fn needs_horovod_tensorflow(&self, module: &ModuleAnalysis, text: &str) -> bool {
+        module
+            .sites
+            .iter()
+            .any(|site| is_model_step_tape(site, text))
+    }
+
+    fn warmup_suggestion(&self, hvd: &str) -> String {
+        format!(
+            "add `{hvd}.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=5)` to the callbacks"
+        )
+    }
+
+    fn save_barrier(&self, context: &RewriteContext, _save: &ast::ExprCall) -> Option<String> {
+        Some(format!(
+            "{}.allreduce(0, name=\"save_barrier\")",
+            context.hvd
+        ))
+    }
+
+    fn codes(&self) -> &'static [Code] {
+        &[CALLBACKS_NOT_VISIBLE]
+    }
+
+    fn rewrite(&self, rewrite: &mut ModuleRewrite) {
+        rewrite_module(rewrite);
+    }
+}
+
+/// The tape of a Keras model's own `train_step` (a `with` statement, where a
+/// delegated `fit` is a call).
+fn is_model_step_tape(site: &TrainingSite, text: &str) -> bool {
+    site.pattern == TrainingPattern::Keras
+        && site.is_model_function
+        && text[site.range.clone()].starts_with("with")
+}
+
+fn rewrite_module(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    wrap_model_step_tapes(rewrite);
+    let mut compiled: HashSet<std::ops::Range<usize>> = HashSet::new();
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::Keras)
+    {
+        let scope = &module.scopes[site.scope];
+        let Some((_, fit)) = find_call(scope, &site.range) else {
+            continue;
+        };
+        let attribute = match fit.func.as_ref() {
+            Expr::Attribute(attribute) if attribute.attr.as_str() == "fit" => attribute,
+            // `train(model, ...)`: the model is fitted in another module.
+            _ => {
+                let module = rewrite.module;
+                let model = fit
+                    .args
+                    .iter()
+                    .chain(fit.keywords.iter().map(|keyword| &keyword.value))
+                    .filter_map(dotted_name)
+                    .find(|name| module.models[site.scope].contains(name));
+                if let Some(model) = model {
+                    wrap_optimizer_compiled_for(
+                        rewrite,
+                        site.scope,
+                        &model,
+                        &site.range,
+                        &mut compiled,
+                    );
+                }
+                continue;
+            }
+        };
+        match fit.keywords.iter().find(|keyword| keyword.arg.is_none()) {
+            Some(unpacked) => rewrite_unpacked_fit(rewrite, scope, fit, &unpacked.value),
+            None => {
+                rewrite_callbacks(rewrite, scope, fit);
+                rank_zero_verbose(rewrite, fit);
+                divide_steps(rewrite, scope, fit);
+            }
+        }
+        // A fit run for a caller in another module: that module compiles the model.
+        if let Some(receiver) = dotted_name(&attribute.value)
+            && !site.is_model_function
+        {
+            wrap_optimizer_compiled_for(rewrite, site.scope, &receiver, &site.range, &mut compiled);
+        }
+    }
+    // `evaluate` prints on rank 0 only.
+    for (index, scope) in module.scopes.iter().enumerate() {
+        for (_, call) in calls_in_scope(scope) {
+            if let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "evaluate"
+                && let Some(receiver) = dotted_name(&attribute.value)
+                && module.models[index].contains(&receiver)
+            {
+                rank_zero_verbose(rewrite, call);
+            }
+        }
+    }
+}
+
+/// A model's own `train_step` computes and applies its gradients itself, so
+/// the DistributedOptimizer never averages them: wrap its tape instead.
+fn wrap_model_step_tapes(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let Some(horovod) = rewrite.horovod_tensorflow.clone() else {
+        return;
+    };
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::Keras && site.is_model_function)
+    {
+        let scope = &module.scopes[site.scope];
+        let mut with_statement = None;
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if span(stmt) == site.range
+                && let Stmt::With(with) = stmt
+            {
+                with_statement = Some(with);
+            }
+        });
+        if let Some(with) = with_statement {
+            super::gradient_tape::wrap_tape(rewrite, scope, with, &horovod);
+        }
+    }
+}
+
+/// Wraps the optimizer `receiver.compile(...)` is given (once per compile),
+/// or says that the compile is not in this module.
+fn wrap_optimizer_compiled_for(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    receiver: &str,
+    site: &std::ops::Range<usize>,
+    compiled: &mut HashSet<std::ops::Range<usize>>,
+) {
+    let compiles = find_compiles(rewrite, scope_index, receiver);
+    for (compile_scope, compile) in &compiles {
+        if compiled.insert(span(*compile)) {
+            let module = rewrite.module;
+            wrap_compiled_optimizer(rewrite, &module.scopes[*compile_scope], compile);
+        }
+    }
+    if compiles.is_empty() {
+        rewrite.diagnose(
+            Diagnostic::new(
+                OPTIMIZER_NOT_FOUND,
+                site.clone(),
+                format!("`{receiver}.compile(...)` is not in this module, so its optimizer was not wrapped in hvd.DistributedOptimizer"),
+            )
+            .with_suggestion(format!("compile `{receiver}` with `optimizer={}.DistributedOptimizer(<optimizer>)`", rewrite.hvd)),
+        );
+    }
+}
+
+pub(super) fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
+    let test = rewrite.rank_zero_test();
+    match keyword(call, "verbose") {
+        Some(verbose) => {
+            // Already per rank, or silent everywhere (`verbose=0`).
+            let silent = matches!(&verbose.value, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(value), .. }) if value.to_string() == "0");
+            if silent || rewrite.calls_horovod(&verbose.value, "rank") {
+                return;
+            }
+            let value = &verbose.value;
+            let text = rewrite.expression_text(value);
+            let text = if matches!(value, Expr::IfExp(_) | Expr::Lambda(_) | Expr::NamedExpr(_)) {
+                format!("({text})")
+            } else {
+                text.to_string()
+            };
+            rewrite.edit(Edit::replacement(
+                span(value),
+                format!("{text} if {test} else 0"),
+            ));
+        }
+        None => {
+            // `verbose` is fit's 5th and evaluate's 4th positional argument; positional use is rare.
+            if call.args.len() < 4 {
+                rewrite.add_keyword(call, "verbose", &format!("1 if {test} else 0"));
+            }
+        }
+    }
+}
+
+fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
+    let mut divided = false;
+    for name in ["steps_per_epoch", "validation_steps"] {
+        if let Some(steps) = keyword(fit, name)
+            && !matches!(
+                &steps.value,
+                Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::None,
+                    ..
+                })
+            )
+        {
+            rewrite.divide_expression(&steps.value);
+            divided |= name == "steps_per_epoch";
+        }
+    }
+    if let Some(Expr::Call(take)) = fit.args.first()
+        && let Expr::Attribute(attribute) = take.func.as_ref()
+        && attribute.attr.as_str() == "take"
+        && let Some(count) = take.args.first()
+    {
+        rewrite.divide_expression(count);
+        divided = true;
+    }
+    let shards = rewrite.text.contains(".shard(");
+    if !divided
+        && !shards
+        && rewrite.options.shard_datasets
+        && let Some(data) = fit.args.first()
+        && shard_dataset(rewrite, scope, data)
+    {
+        return;
+    }
+    if !divided && !shards {
+        let data = fit
+            .args
+            .first()
+            .map(|argument| rewrite.expression_text(argument).to_string())
+            .unwrap_or_else(|| "the data".into());
+        rewrite.diagnose(
+            Diagnostic::new(
+                DATASET_NOT_SHARDED,
+                span(fit),
+                format!("every worker trains on all of `{data}` each epoch and no step count divides the work, so more workers bring no speed-up"),
+            )
+            .with_suggestion(format!(
+                "shard the dataset with `.shard({0}, {1})` before batching, or pass `steps_per_epoch=<steps> // {0}`",
+                rewrite.horovod_call("size"),
+                rewrite.horovod_call("rank")
+            )),
+        );
+    }
+}

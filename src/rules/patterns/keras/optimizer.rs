@@ -1,0 +1,265 @@
+//! The optimizer a Keras model is compiled with, found where it is compiled
+//! (this module, a factory, another module) and wrapped in
+//! `hvd.DistributedOptimizer`, built from its name when it is a string.
+
+use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::training::calls_in_scope;
+use crate::rules::rewrite::ModuleRewrite;
+
+use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
+use crate::analysis::training::Scope;
+use crate::analysis::walk::{dotted_name, for_each_statement, keyword};
+use crate::diagnostics::Diagnostic;
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+
+/// The `compile` call of a model: in the fit's scope first, then anywhere in the module.
+/// Every `receiver.compile(...)` of the first scope that has one (the fit's
+/// scope, the top level, then the others): a model compiled again (to
+/// fine-tune with another optimizer) needs each optimizer wrapped.
+pub(super) fn find_compiles<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope_index: usize,
+    receiver: &str,
+) -> Vec<(usize, &'a ast::ExprCall)> {
+    let module = rewrite.module;
+    let is_compile = |call: &ast::ExprCall, receiver: Option<&str>| {
+        matches!(call.func.as_ref(), Expr::Attribute(attribute)
+            if attribute.attr.as_str() == "compile"
+                && receiver.is_none_or(|receiver| dotted_name(&attribute.value).as_deref() == Some(receiver)))
+    };
+    let mut order: Vec<usize> = vec![scope_index, 0];
+    order.extend((0..module.scopes.len()).filter(|index| *index != scope_index && *index != 0));
+    for index in order {
+        let compiles: Vec<(usize, &ast::ExprCall)> = calls_in_scope(&module.scopes[index])
+            .into_iter()
+            .filter(|(_, call)| is_compile(call, Some(receiver)))
+            .map(|(_, call)| (index, call))
+            .collect();
+        if !compiles.is_empty() {
+            return compiles;
+        }
+    }
+    // `model = build_model()`: the factory compiles whatever it calls the model.
+    let Some(factory) = factory_scope(rewrite, scope_index, receiver) else {
+        return Vec::new();
+    };
+    calls_in_scope(&module.scopes[factory])
+        .into_iter()
+        .filter(|(_, call)| is_compile(call, None))
+        .map(|(_, call)| (factory, call))
+        .collect()
+}
+
+/// The scope of the module-level function whose call result `receiver` is assigned from.
+pub(super) fn factory_scope(
+    rewrite: &ModuleRewrite,
+    scope_index: usize,
+    receiver: &str,
+) -> Option<usize> {
+    let module = rewrite.module;
+    let mut factory_name = None;
+    for scope in [&module.scopes[scope_index], &module.scopes[0]] {
+        for_each_statement(scope.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign
+                    .targets
+                    .iter()
+                    .any(|target| dotted_name(target).as_deref() == Some(receiver))
+                && let Expr::Call(call) = assign.value.as_ref()
+                && let Expr::Name(function) = call.func.as_ref()
+            {
+                factory_name = Some(function.id.to_string());
+            }
+        });
+        if factory_name.is_some() {
+            break;
+        }
+    }
+    let factory_name = factory_name?;
+    module.scopes.iter().position(|scope| {
+        scope.parent == Some(0) && scope.class.is_none() && scope.name() == factory_name
+    })
+}
+
+pub(super) fn wrap_compiled_optimizer(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    compile: &ast::ExprCall,
+) {
+    let hvd = rewrite.hvd.clone();
+    let optimizer = keyword(compile, "optimizer")
+        .map(|keyword| &keyword.value)
+        .or_else(|| compile.args.first());
+    let Some(optimizer) = optimizer else {
+        // Keras compiles with RMSprop when no optimizer is given.
+        let built = build_optimizer(rewrite, "RMSprop");
+        rewrite.add_keyword(
+            compile,
+            "optimizer",
+            &format!("{hvd}.DistributedOptimizer({built})"),
+        );
+        return;
+    };
+    match optimizer {
+        Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Str(name),
+            ..
+        }) => match optimizer_for_string(name) {
+            Some(class) => {
+                let built = build_optimizer(rewrite, class);
+                rewrite.edit(Edit::replacement(
+                    span(optimizer),
+                    format!("{hvd}.DistributedOptimizer({built})"),
+                ));
+            }
+            None => rewrite.diagnose(Diagnostic::new(
+                OPTIMIZER_NOT_FOUND,
+                span(optimizer),
+                format!(
+                    "unknown optimizer name {}: it was not wrapped in hvd.DistributedOptimizer",
+                    rewrite.expression_text(optimizer)
+                ),
+            )),
+        },
+        Expr::Call(call) if rewrite.calls_horovod_attribute(&call.func, "DistributedOptimizer") => {
+        }
+        // `optimizer=opt` or `optimizer=self.optimizer`: wrap where it is built,
+        // so that the name the user keeps is the optimizer that trains.
+        Expr::Name(_) | Expr::Attribute(_) if dotted_name(optimizer).is_some() => {
+            let name = dotted_name(optimizer).unwrap_or_default();
+            let name = name.as_str();
+            let assignments = optimizer_assignments(rewrite, scope, name);
+            let already_wrapped = assignments
+                .iter()
+                .any(|(_, value)| rewrite.calls_horovod_attribute(value, "DistributedOptimizer"));
+            if already_wrapped {
+                return;
+            }
+            let constructions: Vec<&Stmt> = assignments
+                .iter()
+                .filter(|(_, value)| matches!(value, Expr::Call(call) if is_optimizer_construction(rewrite, scope, call)))
+                .map(|(stmt, _)| *stmt)
+                .collect();
+            if let ([construction], 1) = (constructions.as_slice(), assignments.len())
+                && rewrite.owns_its_lines(&span(*construction))
+            {
+                rewrite.insert_after_statement(
+                    &span(*construction),
+                    &[format!("{name} = {hvd}.DistributedOptimizer({name})")],
+                );
+            } else {
+                wrap_inline(rewrite, optimizer);
+            }
+        }
+        other => wrap_inline(rewrite, other),
+    }
+}
+
+pub(super) fn wrap_inline(rewrite: &mut ModuleRewrite, optimizer: &Expr) {
+    let range = span(optimizer);
+    rewrite.edit(Edit::insertion(
+        range.start,
+        format!("{}.DistributedOptimizer(", rewrite.hvd),
+    ));
+    rewrite.edit(Edit::insertion(range.end, ")"));
+}
+
+pub(super) fn is_optimizer_construction(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    if matches!(
+        rewrite.library_class_of_call(scope, call),
+        Some(LibraryClass::Optimizer(_))
+    ) {
+        return true;
+    }
+    crate::analysis::training::callee_name(
+        rewrite.analysis.package,
+        rewrite.module.module,
+        scope,
+        &call.func,
+    )
+    .is_some_and(|callee| {
+        rewrite
+            .analysis
+            .package
+            .is_subclass(&callee, library::KERAS_OPTIMIZER)
+    })
+}
+
+/// Assignments to `name` in the scope, or at top level when the scope has none.
+pub(super) fn optimizer_assignments<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope: &Scope<'a>,
+    name: &str,
+) -> Vec<(&'a Stmt, &'a Expr)> {
+    for candidate in [scope, &rewrite.module.scopes[0]] {
+        let mut found = Vec::new();
+        for_each_statement(candidate.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt
+                && assign
+                    .targets
+                    .iter()
+                    .any(|target| dotted_name(target).is_some_and(|target| target == name))
+            {
+                found.push((stmt, assign.value.as_ref()));
+            }
+        });
+        if !found.is_empty()
+            || candidate
+                .parameters
+                .iter()
+                .any(|parameter| parameter == name)
+        {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
+/// `tf.keras.optimizers.Adam(learning_rate=0.001 * hvd.size())` in the module's own names.
+pub(super) fn build_optimizer(rewrite: &ModuleRewrite, class: &str) -> String {
+    let keras = rewrite
+        .module
+        .module
+        .bindings
+        .name_for("tensorflow.keras")
+        .map(String::from)
+        .unwrap_or_else(|| format!("{}.keras", rewrite.tf));
+    let default = library::KERAS_OPTIMIZERS
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map_or("0.001", |(_, default)| default);
+    // With eager execution off, `compile(optimizer="adam")` builds a legacy
+    // optimizer; the TF 2.11+ one fails there (it calls `.numpy()`).
+    let legacy = if disables_eager_execution(rewrite) {
+        "legacy."
+    } else {
+        ""
+    };
+    format!(
+        "{keras}.optimizers.{legacy}{class}(learning_rate={default} * {})",
+        rewrite.horovod_call("size")
+    )
+}
+
+/// Whether the module turns graph mode on (`tf.compat.v1.disable_eager_execution()`,
+/// `disable_v2_behavior()`).
+pub(super) fn disables_eager_execution(rewrite: &ModuleRewrite) -> bool {
+    rewrite.module.scopes.iter().any(|scope| {
+        calls_in_scope(scope).into_iter().any(|(_, call)| {
+            scope.bindings.resolve(&call.func).is_some_and(|callee| {
+                matches!(
+                    library::canonical_name(&callee).as_str(),
+                    "tensorflow.disable_eager_execution" | "tensorflow.disable_v2_behavior"
+                )
+            })
+        })
+    })
+}
