@@ -1,0 +1,329 @@
+//! Training that spans modules: an Estimator's `model_fn`, a GradientTape
+//! step function called by another module's loop, and a `fit` on a model
+//! another module passes in. Each adds sites to the modules involved.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr};
+
+use super::models::{creates_estimator, has_keras_fit_keyword, model_function_argument};
+use super::scopes::{callee_name, calls_in_scope};
+use super::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
+use crate::analysis::package::Package;
+use crate::analysis::walk::{
+    calls_in_statement, dotted_name, for_each_statement, is_loop, keyword, path_to,
+};
+use crate::python::parse::span;
+
+/// Adds a site unless one already covers the same range, keeping sites in
+/// source order. Returns whether it was added.
+fn add_site_once(sites: &mut Vec<TrainingSite>, site: TrainingSite) -> bool {
+    if sites.iter().any(|existing| existing.range == site.range) {
+        return false;
+    }
+    sites.push(site);
+    sites.sort_by_key(|site| site.range.start);
+    true
+}
+
+/// Marks the modules defining an Estimator's `model_fn` (its optimizer is rewritten there).
+pub(super) fn attach_estimator_model_functions(package: &Package, modules: &mut [ModuleAnalysis]) {
+    for name in estimator_model_functions(package, modules) {
+        for analysis in modules.iter_mut() {
+            if let Some(index) = analysis
+                .scopes
+                .iter()
+                .position(|scope| scope.qualified_name == name)
+                && let Some(range) = analysis.scopes[index].range()
+            {
+                add_site_once(
+                    &mut analysis.sites,
+                    TrainingSite {
+                        pattern: TrainingPattern::Estimator,
+                        range,
+                        scope: index,
+                        is_model_function: true,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Final names of the functions passed as `model_fn` to Estimator constructions.
+fn estimator_model_functions(package: &Package, modules: &[ModuleAnalysis]) -> Vec<String> {
+    let mut found = Vec::new();
+    for analysis in modules {
+        for scope in &analysis.scopes {
+            for_each_statement(scope.body, false, &mut |stmt| {
+                for call in calls_in_statement(stmt) {
+                    if !creates_estimator(package, analysis.module, scope, call) {
+                        continue;
+                    }
+                    if let Some(function) =
+                        model_function_argument(call).and_then(function_behind_partial)
+                        && let Some(name) = callee_name(package, analysis.module, scope, function)
+                    {
+                        found.push(name);
+                    }
+                }
+            });
+        }
+    }
+    found
+}
+
+/// The function an argument names: `functools.partial(model_fn, ...)` names it first.
+fn function_behind_partial(function: &Expr) -> Option<&Expr> {
+    match function {
+        Expr::Call(partial)
+            if dotted_name(&partial.func).is_some_and(|name| name.ends_with("partial")) =>
+        {
+            partial.args.first()
+        }
+        other => Some(other),
+    }
+}
+
+/// A GradientTape step function (`train_step(model, optimizer, ...)`) called
+/// from a loop in another module: that loop is where the broadcast and the
+/// step count belong, so the calling module gets a GradientTape site at the
+/// call (it is a training module too).
+pub(super) fn attach_step_callers(package: &Package, modules: &mut [ModuleAnalysis]) {
+    let steps = gradient_tape_step_functions(modules);
+    if steps.is_empty() {
+        return;
+    }
+    // Step function -> (module path, line) of the first loop elsewhere calling it.
+    let mut called_elsewhere: HashMap<String, (String, usize)> = HashMap::new();
+    for analysis in modules.iter_mut() {
+        for (scope, range) in step_calls_in_loops(package, analysis, &steps, &mut called_elsewhere)
+        {
+            add_site_once(
+                &mut analysis.sites,
+                TrainingSite {
+                    pattern: TrainingPattern::GradientTape,
+                    range,
+                    scope,
+                    is_model_function: false,
+                },
+            );
+        }
+    }
+    mark_steps_run_elsewhere(modules, &called_elsewhere);
+}
+
+/// Plain functions (not methods) holding a GradientTape site that also apply
+/// the gradients: a whole training step another module may loop over.
+fn gradient_tape_step_functions(modules: &[ModuleAnalysis]) -> HashSet<String> {
+    let mut steps = HashSet::new();
+    for analysis in modules {
+        for site in analysis
+            .sites
+            .iter()
+            .filter(|site| site.pattern == TrainingPattern::GradientTape)
+        {
+            let scope = &analysis.scopes[site.scope];
+            let applies_gradients = scope.function.is_some()
+                && scope.class.is_none()
+                && analysis.module.source.text[scope.range().unwrap_or_default()]
+                    .contains("apply_gradients(");
+            if applies_gradients {
+                steps.insert(scope.qualified_name.clone());
+            }
+        }
+    }
+    steps
+}
+
+/// Calls, inside a loop, of a step function defined in another module: the
+/// scope index and range of each. Records the first such call of each step
+/// in `called_elsewhere`.
+fn step_calls_in_loops(
+    package: &Package,
+    analysis: &ModuleAnalysis,
+    steps: &HashSet<String>,
+    called_elsewhere: &mut HashMap<String, (String, usize)>,
+) -> Vec<(usize, Range<usize>)> {
+    let module = analysis.module;
+    let mut found = Vec::new();
+    for (index, scope) in analysis.scopes.iter().enumerate() {
+        for_each_statement(scope.body, false, &mut |stmt| {
+            for call in calls_in_statement(stmt) {
+                let Some(callee) = callee_name(package, module, scope, &call.func) else {
+                    continue;
+                };
+                let calls_a_step =
+                    steps.contains(&callee) && !callee.starts_with(&format!("{}.", module.name));
+                let in_loop = path_to(scope.body, &span(stmt))
+                    .is_some_and(|path| path.iter().any(|stmt| is_loop(stmt)));
+                if calls_a_step && in_loop {
+                    found.push((index, span(call)));
+                    called_elsewhere.entry(callee).or_insert_with(|| {
+                        (
+                            module.source.relative_path.clone(),
+                            module.source.location(span(call).start).line,
+                        )
+                    });
+                }
+            }
+        });
+    }
+    found
+}
+
+/// The step's own module is run by the loop that calls it: no init block of
+/// its own, and its rewrite says where the loop is.
+fn mark_steps_run_elsewhere(
+    modules: &mut [ModuleAnalysis],
+    called_elsewhere: &HashMap<String, (String, usize)>,
+) {
+    for analysis in modules.iter_mut() {
+        for (index, scope) in analysis.scopes.iter().enumerate() {
+            if let Some(caller) = called_elsewhere.get(&scope.qualified_name) {
+                analysis.step_callers.insert(index, caller.clone());
+            }
+        }
+        for site in analysis.sites.iter_mut() {
+            if site.pattern == TrainingPattern::GradientTape
+                && analysis.step_callers.contains_key(&site.scope)
+            {
+                site.is_model_function = true;
+            }
+        }
+    }
+}
+
+/// A `fit` on a parameter of a plain function, with Keras-only keywords: the
+/// function may be handed a Keras model by another module.
+#[derive(Clone)]
+struct DelegatedFit {
+    /// Qualified name of the function.
+    function: String,
+    parameter_index: usize,
+    parameter: String,
+    module: usize,
+    scope: usize,
+    /// The `fit` call.
+    range: Range<usize>,
+}
+
+/// A call from another module that passes a model to a delegated `fit`.
+struct Delegation {
+    fit: DelegatedFit,
+    caller_module: usize,
+    caller_scope: usize,
+    call: Range<usize>,
+}
+
+/// `def train(model, ...): model.fit(...)` in a module that never imports
+/// TensorFlow, called from another module with a Keras model: the `fit` is
+/// training (its module gets a Keras site, run by the caller), and the call
+/// is where the model was compiled (the caller gets a Keras site there).
+pub(super) fn attach_delegated_fits(package: &Package, modules: &mut [ModuleAnalysis]) {
+    let candidates = delegated_fit_candidates(modules);
+    for delegation in delegations(package, modules, &candidates) {
+        let fit = delegation.fit;
+        let fitting = &mut modules[fit.module];
+        let added = add_site_once(
+            &mut fitting.sites,
+            TrainingSite {
+                pattern: TrainingPattern::Keras,
+                range: fit.range,
+                scope: fit.scope,
+                is_model_function: true,
+            },
+        );
+        if added {
+            fitting.models[fit.scope].insert(fit.parameter);
+        }
+        add_site_once(
+            &mut modules[delegation.caller_module].sites,
+            TrainingSite {
+                pattern: TrainingPattern::Keras,
+                range: delegation.call,
+                scope: delegation.caller_scope,
+                is_model_function: false,
+            },
+        );
+    }
+}
+
+fn delegated_fit_candidates(modules: &[ModuleAnalysis]) -> Vec<DelegatedFit> {
+    let mut candidates = Vec::new();
+    for (module_index, analysis) in modules.iter().enumerate() {
+        for (index, scope) in analysis.scopes.iter().enumerate() {
+            if scope.function.is_none() || scope.class.is_some() {
+                continue;
+            }
+            for (_, call) in calls_in_scope(scope) {
+                if let Some((parameter_index, parameter)) = fit_on_parameter(scope, call) {
+                    candidates.push(DelegatedFit {
+                        function: scope.qualified_name.clone(),
+                        parameter_index,
+                        parameter,
+                        module: module_index,
+                        scope: index,
+                        range: span(call),
+                    });
+                }
+            }
+        }
+    }
+    candidates
+}
+
+/// `parameter.fit(..., epochs=...)`: the parameter's position and name.
+fn fit_on_parameter(scope: &Scope, call: &ast::ExprCall) -> Option<(usize, String)> {
+    if let Expr::Attribute(attribute) = call.func.as_ref()
+        && attribute.attr.as_str() == "fit"
+        && let Expr::Name(receiver) = attribute.value.as_ref()
+        && let Some(position) = scope
+            .parameters
+            .iter()
+            .position(|parameter| parameter == receiver.id.as_str())
+        && has_keras_fit_keyword(call)
+    {
+        Some((position, receiver.id.to_string()))
+    } else {
+        None
+    }
+}
+
+/// Calls from other modules that pass a known model to a candidate's parameter.
+fn delegations(
+    package: &Package,
+    modules: &[ModuleAnalysis],
+    candidates: &[DelegatedFit],
+) -> Vec<Delegation> {
+    let mut confirmed = Vec::new();
+    for (caller_module, analysis) in modules.iter().enumerate() {
+        for (index, scope) in analysis.scopes.iter().enumerate() {
+            for (_, call) in calls_in_scope(scope) {
+                let Some(callee) = callee_name(package, analysis.module, scope, &call.func) else {
+                    continue;
+                };
+                for candidate in candidates.iter().filter(|candidate| {
+                    candidate.function == callee && candidate.module != caller_module
+                }) {
+                    let argument = keyword(call, &candidate.parameter)
+                        .map(|keyword| &keyword.value)
+                        .or_else(|| call.args.get(candidate.parameter_index));
+                    let passes_a_model = argument
+                        .and_then(dotted_name)
+                        .is_some_and(|name| analysis.models[index].contains(&name));
+                    if passes_a_model {
+                        confirmed.push(Delegation {
+                            fit: candidate.clone(),
+                            caller_module,
+                            caller_scope: index,
+                            call: span(call),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    confirmed
+}

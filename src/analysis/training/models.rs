@@ -1,0 +1,251 @@
+//! Which names hold Keras models and Estimators, and which package functions
+//! build models.
+
+use std::collections::HashSet;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::Scope;
+use super::scopes::callee_name;
+use crate::analysis::library::{self, KERAS_MODEL};
+use crate::analysis::package::{Module, Package};
+use crate::analysis::walk::{calls_in_statement, dotted_name, for_each_statement};
+
+/// Keyword arguments only Keras's `fit` takes: evidence that a receiver we
+/// cannot resolve (a parameter) is a Keras model rather than, say, scikit-learn.
+const KERAS_FIT_KEYWORDS: &[&str] = &[
+    "epochs",
+    "callbacks",
+    "steps_per_epoch",
+    "validation_data",
+    "validation_steps",
+    "initial_epoch",
+];
+
+/// Whether a call passes a keyword argument only Keras's `fit` takes.
+pub(super) fn has_keras_fit_keyword(call: &ast::ExprCall) -> bool {
+    call.keywords.iter().any(|keyword| {
+        keyword
+            .arg
+            .as_ref()
+            .is_some_and(|name| KERAS_FIT_KEYWORDS.contains(&name.as_str()))
+    })
+}
+
+/// Package functions that return a Keras model, found across modules so that
+/// a model built by `build_model()` in another file is a model.
+pub(super) fn model_factories(
+    package: &Package,
+    scopes_per_module: &[Vec<Scope>],
+) -> HashSet<String> {
+    let mut factories: HashSet<String> = HashSet::new();
+    // Each round finds factories returning models from the previous round's
+    // factories; a few rounds cover any realistic chain.
+    for _ in 0..4 {
+        let mut found = factories.clone();
+        for (module, scopes) in package.modules.iter().zip(scopes_per_module) {
+            for scope in scopes.iter().filter(|scope| scope.function.is_some()) {
+                let models = model_names(package, module, scope, &factories, &HashSet::new());
+                if returns_model(package, module, scope, &models, &factories) {
+                    found.insert(scope.qualified_name.clone());
+                }
+            }
+        }
+        if found == factories {
+            break;
+        }
+        factories = found;
+    }
+    factories
+}
+
+/// Names bound to Keras models in each scope of a module, by scope index.
+pub(super) fn models_per_scope(
+    package: &Package,
+    module: &Module,
+    scopes: &[Scope],
+    factories: &HashSet<String>,
+) -> Vec<HashSet<String>> {
+    let top_level_models = model_names(package, module, &scopes[0], factories, &HashSet::new());
+    let mut models: Vec<HashSet<String>> = scopes
+        .iter()
+        .map(|scope| {
+            if scope.function.is_none() {
+                top_level_models.clone()
+            } else {
+                model_names(package, module, scope, factories, &top_level_models)
+            }
+        })
+        .collect();
+    let class_attributes = model_attributes_of_classes(scopes, &models);
+    for (names, attributes) in models.iter_mut().zip(class_attributes) {
+        names.extend(attributes);
+    }
+    models
+}
+
+/// Per scope, the `self.` model attributes assigned in any method of its
+/// class: `self.model` assigned in one method is a model in every method.
+fn model_attributes_of_classes(
+    scopes: &[Scope],
+    models: &[HashSet<String>],
+) -> Vec<HashSet<String>> {
+    scopes
+        .iter()
+        .map(|scope| {
+            let Some(class) = scope.class else {
+                return HashSet::new();
+            };
+            scopes
+                .iter()
+                .zip(models)
+                .filter(|(other, _)| {
+                    other
+                        .class
+                        .is_some_and(|other_class| std::ptr::eq(other_class, class))
+                })
+                .flat_map(|(_, names)| {
+                    names
+                        .iter()
+                        .filter(|name| name.starts_with("self."))
+                        .cloned()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether a call creates a Keras model: a model class (package or library),
+/// a library loader, or a package model factory.
+pub(super) fn creates_model(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    call: &ast::ExprCall,
+    factories: &HashSet<String>,
+) -> bool {
+    let Some(callee) = callee_name(package, module, scope, &call.func) else {
+        return false;
+    };
+    library::returns_model(&callee)
+        || factories.contains(&callee)
+        || package.is_subclass(&callee, KERAS_MODEL)
+}
+
+/// Names bound to Keras model instances in a scope.
+fn model_names(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    factories: &HashSet<String>,
+    globals: &HashSet<String>,
+) -> HashSet<String> {
+    let mut models = HashSet::new();
+    let mut assigned_other = HashSet::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt {
+            for target in &assign.targets {
+                // `model = ...` and `self.model = ...` alike.
+                let Some(name) = dotted_name(target) else {
+                    continue;
+                };
+                match assign.value.as_ref() {
+                    Expr::Call(call) if creates_model(package, module, scope, call, factories) => {
+                        models.insert(name);
+                    }
+                    _ => {
+                        assigned_other.insert(name);
+                    }
+                }
+            }
+        }
+        for call in calls_in_statement(stmt) {
+            // `x.compile(...)` marks `x` as a Keras model (duck typing, as Keras does).
+            if let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "compile"
+                && let Some(receiver) = dotted_name(&attribute.value)
+                && !call.keywords.is_empty() | !call.args.is_empty()
+            {
+                models.insert(receiver);
+            }
+        }
+    });
+    for global in globals {
+        if !assigned_other.contains(global) && !scope.parameters.contains(global) {
+            models.insert(global.clone());
+        }
+    }
+    models
+}
+
+fn returns_model(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    models: &HashSet<String>,
+    factories: &HashSet<String>,
+) -> bool {
+    let mut found = false;
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Return(ast::StmtReturn {
+            value: Some(value), ..
+        }) = stmt
+        {
+            found |= match value.as_ref() {
+                Expr::Name(name) => models.contains(name.id.as_str()),
+                Expr::Call(call) => creates_model(package, module, scope, call, factories),
+                _ => false,
+            };
+        }
+    });
+    found
+}
+
+/// Whether a canonical name is an Estimator class of the library.
+pub fn is_library_estimator(canonical: &str) -> bool {
+    canonical
+        .strip_prefix("tensorflow.estimator.")
+        .is_some_and(|class| {
+            class.ends_with("Estimator")
+                || class.ends_with("Classifier")
+                || class.ends_with("Regressor")
+        })
+}
+
+/// Whether a call constructs an Estimator (library or package subclass).
+pub fn creates_estimator(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    callee_name(package, module, scope, &call.func).is_some_and(|callee| {
+        is_library_estimator(&callee)
+            || package.is_subclass(&callee, "tensorflow.estimator.Estimator")
+    })
+}
+
+/// Names (or `self.x` attributes) bound to Estimator instances in one scope.
+pub(super) fn estimator_names(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for_each_statement(scope.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt
+            && let Expr::Call(call) = assign.value.as_ref()
+            && creates_estimator(package, module, scope, call)
+        {
+            names.extend(assign.targets.iter().filter_map(dotted_name));
+        }
+    });
+    names
+}
+
+/// The `model_fn` an Estimator construction names (keyword, or first positional argument).
+pub fn model_function_argument(call: &ast::ExprCall) -> Option<&Expr> {
+    crate::analysis::walk::keyword(call, "model_fn")
+        .map(|keyword| &keyword.value)
+        .or_else(|| call.args.first())
+}

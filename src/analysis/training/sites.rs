@@ -1,0 +1,233 @@
+//! Where each module's own training loops show themselves: a `fit` on a Keras
+//! model, a `with tf.GradientTape()` block, a TF1 session or an Estimator's
+//! training call.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use super::models::{creates_model, estimator_names, has_keras_fit_keyword};
+use super::scopes::callee_name;
+use super::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
+use crate::analysis::bindings::Bindings;
+use crate::analysis::library::{self, KERAS_MODEL};
+use crate::analysis::package::{Module, Package};
+use crate::analysis::walk::{calls_in_statement, dotted_name, for_each_statement};
+use crate::python::parse::span;
+
+pub fn is_gradient_tape_call(bindings: &Bindings, expr: &Expr) -> bool {
+    let Expr::Call(call) = expr else { return false };
+    bindings
+        .resolve(&call.func)
+        .is_some_and(|name| library::is_gradient_tape(&name))
+}
+
+/// Fills a module's `sites` and `assumed_models` from its own code.
+pub(super) fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
+    let module = ModuleFacts::of(package, analysis.module);
+    let mut found = FoundSites::default();
+    // Computed once: scanning the top level for every scope is quadratic on large modules.
+    let top_level_estimators = estimator_names(package, analysis.module, &analysis.scopes[0]);
+    for (index, scope) in analysis.scopes.iter().enumerate() {
+        let mut estimators = estimator_names(package, analysis.module, scope);
+        estimators.extend(top_level_estimators.iter().cloned());
+        let scope = ScopeFacts {
+            index,
+            scope,
+            models: &analysis.models[index],
+            estimators,
+            in_model_step: is_keras_model_step(package, analysis.module, scope),
+        };
+        find_sites_in_scope(&module, &scope, &mut found);
+    }
+    found.sites.sort_by_key(|site| site.range.start);
+    analysis.sites = found.sites;
+    analysis.assumed_models = found.assumed_models;
+}
+
+/// What the site checks need to know about the whole module.
+struct ModuleFacts<'s> {
+    package: &'s Package,
+    module: &'s Module,
+    /// A Session that never runs an optimizer step is inference, not training.
+    builds_a_train_op: bool,
+    imports_tensorflow: bool,
+}
+
+impl<'s> ModuleFacts<'s> {
+    fn of(package: &'s Package, module: &'s Module) -> Self {
+        let text = &module.source.text;
+        ModuleFacts {
+            package,
+            module,
+            builds_a_train_op: text.contains(".minimize(") || text.contains("apply_gradients("),
+            imports_tensorflow: module.bindings.iter().any(|(_, binding)| {
+                library::is_tensorflow(&library::canonical_name(&binding.qualified))
+            }),
+        }
+    }
+}
+
+/// What the site checks need to know about one scope.
+struct ScopeFacts<'s, 'a> {
+    index: usize,
+    scope: &'s Scope<'a>,
+    models: &'s HashSet<String>,
+    /// Names bound to Estimators here or at the module's top level.
+    estimators: HashSet<String>,
+    /// The scope is a Keras model's own `train_step` or `test_step`.
+    in_model_step: bool,
+}
+
+#[derive(Default)]
+struct FoundSites {
+    sites: Vec<TrainingSite>,
+    assumed_models: Vec<(usize, String, Range<usize>)>,
+}
+
+/// A method `train_step`/`test_step` of a package subclass of `keras.Model`.
+fn is_keras_model_step(package: &Package, module: &Module, scope: &Scope) -> bool {
+    scope.class.is_some_and(|class| {
+        matches!(scope.name(), "train_step" | "test_step")
+            && package.is_subclass(&format!("{}.{}", module.name, class.name), KERAS_MODEL)
+    })
+}
+
+fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut FoundSites) {
+    let site = |pattern, range, is_model_function| TrainingSite {
+        pattern,
+        range,
+        scope: scope.index,
+        is_model_function,
+    };
+    for_each_statement(scope.scope.body, false, &mut |stmt| {
+        if opens_gradient_tape(scope.scope, stmt) {
+            // A tape in a Keras model's own `train_step` is part of `fit`: its
+            // gradients skip the DistributedOptimizer's averaging, so the Keras
+            // rule wraps that tape too.
+            let pattern = if scope.in_model_step {
+                TrainingPattern::Keras
+            } else {
+                TrainingPattern::GradientTape
+            };
+            found
+                .sites
+                .push(site(pattern, span(stmt), scope.in_model_step));
+        }
+        for call in calls_in_statement(stmt) {
+            if let Some(pattern) = training_call_pattern(module, scope, call) {
+                found.sites.push(site(pattern, span(call), false));
+            }
+        }
+        for call in calls_in_statement(stmt) {
+            match fit_receiver(module, scope, call) {
+                FitReceiver::NotAModel => {}
+                FitReceiver::Model => {
+                    found
+                        .sites
+                        .push(site(TrainingPattern::Keras, span(call), false));
+                }
+                FitReceiver::AssumedModel(name) => {
+                    found.assumed_models.push((scope.index, name, span(call)));
+                    found
+                        .sites
+                        .push(site(TrainingPattern::Keras, span(call), false));
+                }
+            }
+        }
+    });
+}
+
+/// `with tf.GradientTape() ...:`
+fn opens_gradient_tape(scope: &Scope, stmt: &Stmt) -> bool {
+    let Stmt::With(with) = stmt else {
+        return false;
+    };
+    with.items
+        .iter()
+        .any(|item| is_gradient_tape_call(&scope.bindings, &item.context_expr))
+}
+
+/// The pattern of a call that starts TF1 or Estimator training.
+fn training_call_pattern(
+    module: &ModuleFacts,
+    scope: &ScopeFacts,
+    call: &ast::ExprCall,
+) -> Option<TrainingPattern> {
+    match callee_name(module.package, module.module, scope.scope, &call.func).as_deref() {
+        Some("tensorflow.Session" | "tensorflow.InteractiveSession")
+            if module.builds_a_train_op =>
+        {
+            Some(TrainingPattern::Session)
+        }
+        Some("tensorflow.train.MonitoredTrainingSession") => {
+            Some(TrainingPattern::MonitoredSession)
+        }
+        Some("tensorflow.estimator.train_and_evaluate") => Some(TrainingPattern::Estimator),
+        _ if trains_an_estimator(scope, call) => Some(TrainingPattern::Estimator),
+        _ => None,
+    }
+}
+
+/// `estimator.train(...)` on a name bound to an Estimator.
+fn trains_an_estimator(scope: &ScopeFacts, call: &ast::ExprCall) -> bool {
+    match call.func.as_ref() {
+        Expr::Attribute(attribute) => {
+            attribute.attr.as_str() == "train"
+                && dotted_name(&attribute.value)
+                    .is_some_and(|receiver| scope.estimators.contains(&receiver))
+        }
+        _ => false,
+    }
+}
+
+/// What the receiver of a `fit` call is.
+enum FitReceiver {
+    /// Not a `fit` call, or not on a Keras model.
+    NotAModel,
+    Model,
+    /// A parameter taken for a model because the module imports TensorFlow
+    /// and the call passes keywords only Keras's `fit` takes.
+    AssumedModel(String),
+}
+
+fn fit_receiver(module: &ModuleFacts, scope: &ScopeFacts, call: &ast::ExprCall) -> FitReceiver {
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return FitReceiver::NotAModel;
+    };
+    if attribute.attr.as_str() != "fit" {
+        return FitReceiver::NotAModel;
+    }
+    let is_model = match attribute.value.as_ref() {
+        Expr::Attribute(_) => {
+            dotted_name(&attribute.value).is_some_and(|receiver| scope.models.contains(&receiver))
+        }
+        Expr::Name(receiver) => {
+            let name = receiver.id.as_str();
+            if scope.models.contains(name) {
+                true
+            } else if scope.scope.parameters.iter().any(|p| p == name)
+                && module.imports_tensorflow
+                && has_keras_fit_keyword(call)
+            {
+                return FitReceiver::AssumedModel(name.to_string());
+            } else {
+                false
+            }
+        }
+        Expr::Call(inner) => creates_model(
+            module.package,
+            module.module,
+            scope.scope,
+            inner,
+            &HashSet::new(),
+        ),
+        _ => false,
+    };
+    if is_model {
+        FitReceiver::Model
+    } else {
+        FitReceiver::NotAModel
+    }
+}
