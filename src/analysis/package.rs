@@ -1,6 +1,6 @@
 //! The analysed package: every module loaded and parsed once, module names,
 //! symbol resolution across modules (absolute and relative imports,
-//! `__init__.py` re-exports) and the class hierarchy (SPEC 3.2).
+//! `__init__.py` re-exports) and the class hierarchy.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -137,7 +137,8 @@ pub struct Package {
 }
 
 /// Words a file must contain to possibly matter: a file that mentions none of
-/// them and that no such file imports needs no syntax tree (SPEC 10).
+/// them and that no such file imports needs no syntax tree (parsing every file
+/// of a large repository would be slow).
 const RELEVANT_WORDS: &[&str] = &["tensorflow", "keras", "horovod"];
 
 /// The packages enclosing the root: when the root itself has an
@@ -182,6 +183,150 @@ struct ReadFile {
     text: String,
 }
 
+/// Whether a file mentions an ML library, so may matter to the rewrite.
+fn mentions_relevant_word(file: &ReadFile) -> bool {
+    RELEVANT_WORDS.iter().any(|word| file.text.contains(word))
+}
+
+/// Reads and decodes every file in parallel, in the given order.
+fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile, FileProblem>> {
+    relative_paths
+        .par_iter()
+        .map(|relative_path| {
+            let path = root.join(relative_path);
+            let problem = |error| FileProblem {
+                relative_path: relative_path.clone(),
+                kind: FileProblemKind::Error(error),
+            };
+            let bytes = std::fs::read(&path)
+                .map_err(|error| problem(LoadError::Unreadable(error.to_string())))?;
+            let text = decode(bytes).map_err(problem)?;
+            Ok(ReadFile {
+                relative_path: relative_path.clone(),
+                path,
+                text,
+            })
+        })
+        .collect()
+}
+
+/// The read files, their module names, and which of them are parsed so far.
+struct Loader<'f> {
+    files: &'f [ReadFile],
+    /// Module name and whether it is a package's `__init__.py`, per file.
+    names: &'f [(String, bool)],
+    index_of_name: HashMap<&'f str, usize>,
+    parsed: Vec<bool>,
+    /// Imports are followed from files that can matter (they mention an ML
+    /// library, or such a file imports them), not from every file the user
+    /// named: a changed stdlib-like utility must not pull its imports in.
+    follows_imports: Vec<bool>,
+}
+
+impl<'f> Loader<'f> {
+    fn new(files: &'f [ReadFile], names: &'f [(String, bool)]) -> Self {
+        Loader {
+            files,
+            names,
+            index_of_name: names
+                .iter()
+                .enumerate()
+                .map(|(index, (name, _))| (name.as_str(), index))
+                .collect(),
+            parsed: vec![false; files.len()],
+            follows_imports: files.iter().map(mentions_relevant_word).collect(),
+        }
+    }
+
+    /// Parses the relevant files, then whatever package modules they import,
+    /// until closed.
+    fn parse_all(&mut self, package: &mut Package, always_parse: &HashSet<String>) {
+        let mut wanted: Vec<usize> = (0..self.files.len())
+            .filter(|&index| {
+                let file = &self.files[index];
+                always_parse.contains(&file.relative_path) || mentions_relevant_word(file)
+            })
+            .collect();
+        while !wanted.is_empty() {
+            wanted = self.parse_round(package, &wanted);
+        }
+    }
+
+    /// Parses the wanted files in parallel, adds their modules (or problems) to
+    /// the package, and returns the not yet parsed package modules they import.
+    fn parse_round(&mut self, package: &mut Package, wanted: &[usize]) -> Vec<usize> {
+        for &index in wanted {
+            self.parsed[index] = true;
+        }
+        let results: Vec<(usize, Result<Vec<Stmt>, LoadError>)> = wanted
+            .par_iter()
+            .map(|&index| {
+                let file = &self.files[index];
+                (index, parse_module(&file.text, &file.relative_path))
+            })
+            .collect();
+        let mut next = Vec::new();
+        for (index, result) in results {
+            match result {
+                Ok(body) => {
+                    let module = self.module(index, body, &package.module_names);
+                    if self.follows_imports[index] {
+                        self.queue_imports(&module, &package.module_names, &mut next);
+                    }
+                    package.modules.push(module);
+                }
+                Err(error) => package.problems.push(FileProblem {
+                    relative_path: self.files[index].relative_path.clone(),
+                    kind: FileProblemKind::Error(error),
+                }),
+            }
+        }
+        next
+    }
+
+    /// The module of a parsed file, with its definitions indexed and its bindings.
+    fn module(&self, index: usize, body: Vec<Stmt>, module_names: &ModuleIndex) -> Module {
+        let file = &self.files[index];
+        let (name, is_package_init) = self.names[index].clone();
+        let source = SourceFile::new(
+            file.relative_path.clone(),
+            file.path.clone(),
+            file.text.clone(),
+        );
+        let mut module = Module {
+            name,
+            is_package_init,
+            source,
+            body,
+            bindings: Bindings::default(),
+            definitions: HashMap::new(),
+        };
+        module.index_definitions();
+        let context = module.context(module_names);
+        module.bindings = collect_bindings(&module.body, &context, &Bindings::default());
+        module
+    }
+
+    /// Adds to `next` the package modules a module imports that are not parsed
+    /// yet; their own imports are followed in turn.
+    fn queue_imports(
+        &mut self,
+        module: &Module,
+        module_names: &ModuleIndex,
+        next: &mut Vec<usize>,
+    ) {
+        for imported in imported_package_modules(module, module_names) {
+            if let Some(&other) = self.index_of_name.get(imported.as_str())
+                && !self.parsed[other]
+                && !next.contains(&other)
+            {
+                self.follows_imports[other] = true;
+                next.push(other);
+            }
+        }
+    }
+}
+
 impl Package {
     /// Reads every given file (paths relative to `root`), parses those that can
     /// matter, in parallel, and builds module bindings. `always_parse` files are
@@ -191,26 +336,8 @@ impl Package {
             root: root.to_path_buf(),
             ..Package::default()
         };
-        let read: Vec<Result<ReadFile, FileProblem>> = relative_paths
-            .par_iter()
-            .map(|relative_path| {
-                let path = root.join(relative_path);
-                let problem = |error| FileProblem {
-                    relative_path: relative_path.clone(),
-                    kind: FileProblemKind::Error(error),
-                };
-                let bytes = std::fs::read(&path)
-                    .map_err(|error| problem(LoadError::Unreadable(error.to_string())))?;
-                let text = decode(bytes).map_err(problem)?;
-                Ok(ReadFile {
-                    relative_path: relative_path.clone(),
-                    path,
-                    text,
-                })
-            })
-            .collect();
         let mut files = Vec::new();
-        for result in read {
+        for result in read_files(root, relative_paths) {
             match result {
                 Ok(file) => files.push(file),
                 Err(problem) => package.problems.push(problem),
@@ -222,107 +349,38 @@ impl Package {
             .map(|file| module_name(&enclosing, &file.relative_path))
             .collect();
         package.module_names = ModuleIndex::new(names.iter().map(|(name, _)| name.clone()));
-        for (file, (_, is_init)) in files.iter().zip(&names) {
+        package.report_empty_files(&files, &names);
+        Loader::new(&files, &names).parse_all(&mut package, always_parse);
+        package.index_modules();
+        package
+    }
+
+    /// Warns about empty files other than a package's `__init__.py` (empty by
+    /// convention): there is nothing in them to analyse.
+    fn report_empty_files(&mut self, files: &[ReadFile], names: &[(String, bool)]) {
+        for (file, (_, is_init)) in files.iter().zip(names) {
             if file.text.trim().is_empty() && !is_init {
-                package.problems.push(FileProblem {
+                self.problems.push(FileProblem {
                     relative_path: file.relative_path.clone(),
                     kind: FileProblemKind::Empty,
                 });
             }
         }
+    }
 
-        // Parse the relevant files, then whatever package modules they import, until closed.
-        let mut wanted: Vec<usize> = (0..files.len())
-            .filter(|&index| {
-                let file = &files[index];
-                always_parse.contains(&file.relative_path)
-                    || RELEVANT_WORDS.iter().any(|word| file.text.contains(word))
-            })
-            .collect();
-        let mut parsed = vec![false; files.len()];
-        // Imports are followed from files that can matter (they mention an ML
-        // library, or such a file imports them), not from every file the user
-        // named: a changed stdlib-like utility must not pull its imports in.
-        let mut follows_imports: Vec<bool> = files
-            .iter()
-            .map(|file| RELEVANT_WORDS.iter().any(|word| file.text.contains(word)))
-            .collect();
-        let index_of_name: HashMap<&str, usize> = names
-            .iter()
-            .enumerate()
-            .map(|(index, (name, _))| (name.as_str(), index))
-            .collect();
-        while !wanted.is_empty() {
-            for &index in &wanted {
-                parsed[index] = true;
-            }
-            let results: Vec<(usize, Result<Vec<Stmt>, LoadError>)> = wanted
-                .par_iter()
-                .map(|&index| {
-                    let file = &files[index];
-                    (index, parse_module(&file.text, &file.relative_path))
-                })
-                .collect();
-            let mut next = Vec::new();
-            for (index, result) in results {
-                let file = &files[index];
-                let (name, is_package_init) = names[index].clone();
-                match result {
-                    Ok(body) => {
-                        let source = SourceFile::new(
-                            file.relative_path.clone(),
-                            file.path.clone(),
-                            file.text.clone(),
-                        );
-                        let mut module = Module {
-                            name,
-                            is_package_init,
-                            source,
-                            body,
-                            bindings: Bindings::default(),
-                            definitions: HashMap::new(),
-                        };
-                        module.index_definitions();
-                        let context = module.context(&package.module_names);
-                        module.bindings =
-                            collect_bindings(&module.body, &context, &Bindings::default());
-                        let imports = if follows_imports[index] {
-                            imported_package_modules(&module, &package.module_names)
-                        } else {
-                            Vec::new()
-                        };
-                        for imported in imports {
-                            if let Some(&other) = index_of_name.get(imported.as_str())
-                                && !parsed[other]
-                                && !next.contains(&other)
-                            {
-                                follows_imports[other] = true;
-                                next.push(other);
-                            }
-                        }
-                        package.modules.push(module);
-                    }
-                    Err(error) => package.problems.push(FileProblem {
-                        relative_path: file.relative_path.clone(),
-                        kind: FileProblemKind::Error(error),
-                    }),
-                }
-            }
-            wanted = next;
-        }
-        package
-            .modules
+    /// Sorts modules and problems by path (parsing order varies) and indexes
+    /// modules by name.
+    fn index_modules(&mut self) {
+        self.modules
             .sort_by(|a, b| a.source.relative_path.cmp(&b.source.relative_path));
-        package
-            .problems
+        self.problems
             .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
-        package.by_name = package
+        self.by_name = self
             .modules
             .iter()
             .enumerate()
             .map(|(index, module)| (module.name.clone(), index))
             .collect();
-        package
     }
 
     /// The given files plus every parsed module that imports one of them,
