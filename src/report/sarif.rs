@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnostics::{Severity, all_codes};
-use crate::engine::RunOutcome;
+use crate::analysis::package::FileProblem;
+use crate::diagnostics::{Code, Severity, all_codes};
+use crate::engine::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
 
 fn level(severity: Severity) -> &'static str {
     match severity {
@@ -16,66 +17,17 @@ fn level(severity: Severity) -> &'static str {
 
 pub fn render(outcome: &RunOutcome) -> String {
     let codes = all_codes();
-    let rules: Vec<Value> = codes
+    let results: Vec<Value> = outcome
+        .modules
         .iter()
-        .map(|code| {
-            let (id, name, severity, summary) =
-                (code.id(), code.name(), code.default_severity(), code.summary());
-            json!({
-                "id": id,
-                "name": name,
-                "shortDescription": { "text": summary },
-                "defaultConfiguration": { "level": level(severity) },
-                "help": { "text": format!("{summary} See the Diagnostics table of distribute's README.") },
-            })
+        .flat_map(|module| {
+            module
+                .diagnostics
+                .iter()
+                .map(|diagnostic| result(&codes, module, diagnostic))
         })
         .collect();
-    let rule_index = |id: &str| codes.iter().position(|code| code.id() == id);
-    let mut results = Vec::new();
-    for module in &outcome.modules {
-        for diagnostic in &module.diagnostics {
-            let mut text = diagnostic.message.clone();
-            if let Some(suggestion) = &diagnostic.suggestion {
-                text.push_str(". Suggestion: ");
-                text.push_str(suggestion);
-            }
-            let mut result = json!({
-                "ruleId": diagnostic.code,
-                "level": level(diagnostic.severity),
-                "message": { "text": text },
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": { "uri": module.relative_path, "uriBaseId": "%SRCROOT%" },
-                        "region": {
-                            "startLine": diagnostic.line,
-                            "startColumn": diagnostic.column,
-                            "endLine": diagnostic.end_line,
-                            "endColumn": diagnostic.end_column,
-                        }
-                    }
-                }],
-            });
-            if let Some(index) = rule_index(diagnostic.code) {
-                result["ruleIndex"] = json!(index);
-            }
-            results.push(result);
-        }
-    }
-    let notifications: Vec<Value> = outcome
-        .problems
-        .iter()
-        .map(|problem| {
-            let (severity, message) = (problem.severity(), problem.message());
-            let mut location = json!({
-                "physicalLocation": { "artifactLocation": { "uri": problem.relative_path, "uriBaseId": "%SRCROOT%" } }
-            });
-            if let Some(at) = problem.location()
-            {
-                location["physicalLocation"]["region"] = json!({ "startLine": at.line, "startColumn": at.column });
-            }
-            json!({ "level": level(severity), "message": { "text": message }, "locations": [location] })
-        })
-        .collect();
+    let notifications: Vec<Value> = outcome.problems.iter().map(notification).collect();
     let file_errors = outcome
         .problems
         .iter()
@@ -88,7 +40,7 @@ pub fn render(outcome: &RunOutcome) -> String {
                 "driver": {
                     "name": "distribute",
                     "version": env!("CARGO_PKG_VERSION"),
-                    "rules": rules,
+                    "rules": rules(&codes),
                 }
             },
             "invocations": [{
@@ -102,4 +54,64 @@ pub fn render(outcome: &RunOutcome) -> String {
     let mut text = serde_json::to_string_pretty(&document).expect("the SARIF document serialises");
     text.push('\n');
     text
+}
+
+/// The rule table: every diagnostic code, whether this run reported it or not.
+fn rules(codes: &[Code]) -> Vec<Value> {
+    codes
+        .iter()
+        .map(|code| {
+            let (id, name, severity, summary) =
+                (code.id(), code.name(), code.default_severity(), code.summary());
+            json!({
+                "id": id,
+                "name": name,
+                "shortDescription": { "text": summary },
+                "defaultConfiguration": { "level": level(severity) },
+                "help": { "text": format!("{summary} See the Diagnostics table of distribute's README.") },
+            })
+        })
+        .collect()
+}
+
+/// One diagnostic as a result, with the suggestion appended to its message.
+fn result(codes: &[Code], module: &ModuleOutcome, diagnostic: &LocatedDiagnostic) -> Value {
+    let mut text = diagnostic.message.clone();
+    if let Some(suggestion) = &diagnostic.suggestion {
+        text.push_str(". Suggestion: ");
+        text.push_str(suggestion);
+    }
+    let mut result = json!({
+        "ruleId": diagnostic.code,
+        "level": level(diagnostic.severity),
+        "message": { "text": text },
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": { "uri": module.relative_path, "uriBaseId": "%SRCROOT%" },
+                "region": {
+                    "startLine": diagnostic.line,
+                    "startColumn": diagnostic.column,
+                    "endLine": diagnostic.end_line,
+                    "endColumn": diagnostic.end_column,
+                }
+            }
+        }],
+    });
+    if let Some(index) = codes.iter().position(|code| code.id() == diagnostic.code) {
+        result["ruleIndex"] = json!(index);
+    }
+    result
+}
+
+/// A file problem as a tool execution notification.
+fn notification(problem: &FileProblem) -> Value {
+    let (severity, message) = (problem.severity(), problem.message());
+    let mut location = json!({
+        "physicalLocation": { "artifactLocation": { "uri": problem.relative_path, "uriBaseId": "%SRCROOT%" } }
+    });
+    if let Some(at) = problem.location() {
+        location["physicalLocation"]["region"] =
+            json!({ "startLine": at.line, "startColumn": at.column });
+    }
+    json!({ "level": level(severity), "message": { "text": message }, "locations": [location] })
 }

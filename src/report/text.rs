@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use super::unified_diff;
-use crate::engine::RunOutcome;
+use crate::analysis::package::FileProblem;
+use crate::engine::{ModuleOutcome, RunOutcome};
 
 /// What to show besides the diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,69 +21,87 @@ pub enum Detail {
 pub fn render(outcome: &RunOutcome, detail: Detail) -> String {
     let mut out = String::new();
     for problem in &outcome.problems {
-        let (severity, message, location) =
-            (problem.severity(), problem.message(), problem.location());
-        match location {
-            Some(at) => writeln!(
-                out,
-                "{}:{}:{}: {}: {message}",
-                problem.relative_path,
-                at.line,
-                at.column,
-                severity.name()
-            ),
-            None => writeln!(
-                out,
-                "{}: {}: {message}",
-                problem.relative_path,
-                severity.name()
-            ),
-        }
-        .ok();
+        write_file_problem(&mut out, problem);
     }
     for module in &outcome.modules {
-        for diagnostic in &module.diagnostics {
-            writeln!(
-                out,
-                "{}:{}:{}: {} [{}] {}",
-                module.relative_path,
-                diagnostic.line,
-                diagnostic.column,
-                diagnostic.code,
-                diagnostic.severity.name(),
-                diagnostic.message
-            )
-            .ok();
-            if let Some(suggestion) = &diagnostic.suggestion {
-                writeln!(out, "  suggestion: {suggestion}").ok();
-            }
-        }
-        if let Some(error) = &module.rewrite_error {
-            writeln!(out, "{}: error: {error}", module.relative_path).ok();
-        }
-        if let Some(rewritten) = &module.rewritten {
-            match detail {
-                Detail::Check => writeln!(
-                    out,
-                    "{}: would be rewritten for Horovod ({})",
-                    module.relative_path,
-                    module.classification.name()
-                ),
-                Detail::Diff => write!(
-                    out,
-                    "{}",
-                    unified_diff(&module.relative_path, &module.original, rewritten)
-                ),
-                Detail::Fix => writeln!(
-                    out,
-                    "{}: rewritten for Horovod ({})",
-                    module.relative_path,
-                    module.classification.name()
-                ),
-            }
-            .ok();
+        write_module(&mut out, module, detail);
+    }
+    write_totals(&mut out, outcome, detail);
+    out
+}
+
+fn write_file_problem(out: &mut String, problem: &FileProblem) {
+    let (severity, message, location) = (problem.severity(), problem.message(), problem.location());
+    match location {
+        Some(at) => writeln!(
+            out,
+            "{}:{}:{}: {}: {message}",
+            problem.relative_path,
+            at.line,
+            at.column,
+            severity.name()
+        ),
+        None => writeln!(
+            out,
+            "{}: {}: {message}",
+            problem.relative_path,
+            severity.name()
+        ),
+    }
+    .ok();
+}
+
+/// A module's diagnostics with their suggestions, then its rewrite as `detail` says.
+fn write_module(out: &mut String, module: &ModuleOutcome, detail: Detail) {
+    for diagnostic in &module.diagnostics {
+        writeln!(
+            out,
+            "{}:{}:{}: {} [{}] {}",
+            module.relative_path,
+            diagnostic.line,
+            diagnostic.column,
+            diagnostic.code,
+            diagnostic.severity.name(),
+            diagnostic.message
+        )
+        .ok();
+        if let Some(suggestion) = &diagnostic.suggestion {
+            writeln!(out, "  suggestion: {suggestion}").ok();
         }
     }
+    if let Some(error) = &module.rewrite_error {
+        writeln!(out, "{}: error: {error}", module.relative_path).ok();
+    }
+    if let Some(rewritten) = &module.rewritten {
+        write_rewrite(out, module, rewritten, detail);
+    }
+}
+
+fn write_rewrite(out: &mut String, module: &ModuleOutcome, rewritten: &str, detail: Detail) {
+    match detail {
+        Detail::Check => writeln!(
+            out,
+            "{}: would be rewritten for Horovod ({})",
+            module.relative_path,
+            module.classification.name()
+        ),
+        Detail::Diff => write!(
+            out,
+            "{}",
+            unified_diff(&module.relative_path, &module.original, rewritten)
+        ),
+        Detail::Fix => writeln!(
+            out,
+            "{}: rewritten for Horovod ({})",
+            module.relative_path,
+            module.classification.name()
+        ),
+    }
+    .ok();
+}
+
+/// The closing line: modules found and rewritten, diagnostics, file errors.
+fn write_totals(out: &mut String, outcome: &RunOutcome, detail: Detail) {
     let changed = outcome
         .modules
         .iter()
@@ -108,7 +127,6 @@ pub fn render(outcome: &RunOutcome, detail: Detail) -> String {
         plural(outcome.problems.len())
     )
     .ok();
-    out
 }
 
 fn plural(count: usize) -> &'static str {
