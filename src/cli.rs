@@ -201,15 +201,36 @@ fn build_request(options: &Options) -> Result<RunRequest> {
             bail!("{}: no such file or directory", path.display());
         }
     }
+    let root = package_root(options, &current)?;
+    let config = Config::load(&root, options.config.as_deref()).map_err(anyhow::Error::new)?;
+    let path_scope = if options.paths.is_empty() {
+        None
+    } else {
+        Some(python_files_of_paths(&options.paths, &current, &root)?)
+    };
+    let scope = narrow_to_git_changes(options, &root, path_scope)?;
+    Ok(RunRequest {
+        root,
+        scope,
+        expand_scope_to_dependents: true,
+        config,
+    })
+}
+
+/// `--root`, or the git top level of the first path (or of the current
+/// directory), else that directory; canonical, and a directory.
+fn package_root(options: &Options, current: &Path) -> Result<PathBuf> {
     let root = match &options.root {
         Some(root) => root.clone(),
         None => {
-            let start = options.paths.first().map_or(current.clone(), |path| {
+            let start = options.paths.first().map_or(current.to_path_buf(), |path| {
                 let absolute = current.join(path);
                 if absolute.is_dir() {
                     absolute
                 } else {
-                    absolute.parent().map_or(current.clone(), Path::to_path_buf)
+                    absolute
+                        .parent()
+                        .map_or(current.to_path_buf(), Path::to_path_buf)
                 }
             });
             git::top_level(&start).unwrap_or(start)
@@ -221,64 +242,70 @@ fn build_request(options: &Options) -> Result<RunRequest> {
     if !root.is_dir() {
         bail!("{}: the package root must be a directory", root.display());
     }
-    let config = Config::load(&root, options.config.as_deref()).map_err(anyhow::Error::new)?;
-    let path_scope = if options.paths.is_empty() {
-        None
-    } else {
-        let mut scope = HashSet::new();
-        for path in &options.paths {
-            let absolute = current
-                .join(path)
-                .canonicalize()
-                .with_context(|| format!("{}: cannot resolve", path.display()))?;
-            let Some(relative) = relative_path(&root, &absolute) else {
-                bail!(
-                    "{}: outside the package root {}",
-                    path.display(),
-                    root.display()
-                );
-            };
-            if absolute.is_dir() {
-                let (files, _) = discover_python_files(&absolute);
-                for file in files {
-                    scope.insert(if relative.is_empty() {
-                        file
-                    } else {
-                        format!("{relative}/{file}")
-                    });
-                }
-            } else if absolute
-                .extension()
-                .is_some_and(|extension| extension == "py")
-            {
-                scope.insert(relative);
+    Ok(root)
+}
+
+/// The Python files the given paths name, relative to the root: each `.py`
+/// file, and every Python file under each directory.
+fn python_files_of_paths(
+    paths: &[PathBuf],
+    current: &Path,
+    root: &Path,
+) -> Result<HashSet<String>> {
+    let mut scope = HashSet::new();
+    for path in paths {
+        let absolute = current
+            .join(path)
+            .canonicalize()
+            .with_context(|| format!("{}: cannot resolve", path.display()))?;
+        let Some(relative) = relative_path(root, &absolute) else {
+            bail!(
+                "{}: outside the package root {}",
+                path.display(),
+                root.display()
+            );
+        };
+        if absolute.is_dir() {
+            let (files, _) = discover_python_files(&absolute);
+            for file in files {
+                scope.insert(if relative.is_empty() {
+                    file
+                } else {
+                    format!("{relative}/{file}")
+                });
             }
+        } else if absolute
+            .extension()
+            .is_some_and(|extension| extension == "py")
+        {
+            scope.insert(relative);
         }
-        Some(scope)
-    };
+    }
+    Ok(scope)
+}
+
+/// With `--staged` or `--since`, the changed Python files (among the given
+/// paths, if any); otherwise the paths' scope as it is.
+fn narrow_to_git_changes(
+    options: &Options,
+    root: &Path,
+    path_scope: Option<HashSet<String>>,
+) -> Result<Option<HashSet<String>>> {
     let selection = if options.staged {
         Some(git::Selection::Staged)
     } else {
         options.since.clone().map(git::Selection::Since)
     };
-    let scope = match selection {
-        Some(selection) => {
-            let changed: HashSet<String> = git::changed_python_files(&root, &selection)?
-                .into_iter()
-                .collect();
-            Some(match path_scope {
-                Some(paths) => changed.intersection(&paths).cloned().collect(),
-                None => changed,
-            })
-        }
-        None => path_scope,
+    let Some(selection) = selection else {
+        return Ok(path_scope);
     };
-    Ok(RunRequest {
-        root,
-        scope,
-        expand_scope_to_dependents: true,
-        config,
-    })
+    let changed: HashSet<String> = git::changed_python_files(root, &selection)?
+        .into_iter()
+        .collect();
+    Ok(Some(match path_scope {
+        Some(paths) => changed.intersection(&paths).cloned().collect(),
+        None => changed,
+    }))
 }
 
 /// Writes every verified rewrite where the configuration says; returns the

@@ -153,90 +153,13 @@ impl Config {
 
     /// Parses configuration text; `display` names the file in errors.
     pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
-        let error = |line: Option<usize>, message: String| ConfigError {
-            path: display.to_string(),
-            line,
-            message,
-        };
-        let file: ConfigFile = if text.trim().is_empty() {
-            ConfigFile::default()
-        } else {
-            serde_yaml::from_str(text)
-                .map_err(|yaml| error(yaml.location().map(|at| at.line()), yaml.to_string()))?
-        };
-        let line_of = |needle: &str| {
-            text.lines()
-                .position(|line| line.contains(needle))
-                .map(|index| index + 1)
-        };
-        let globs = |patterns: &[String], key: &str| -> Result<Option<GlobSet>, ConfigError> {
-            if patterns.is_empty() {
-                return Ok(None);
-            }
-            let mut builder = GlobSetBuilder::new();
-            for pattern in patterns {
-                let glob = Glob::new(pattern).map_err(|glob| {
-                    error(
-                        line_of(pattern),
-                        format!("{key}: invalid glob {pattern:?}: {glob}"),
-                    )
-                })?;
-                builder.add(glob);
-            }
-            builder
-                .build()
-                .map(Some)
-                .map_err(|glob| error(line_of(key), format!("{key}: {glob}")))
-        };
-        let mut severity = BTreeMap::new();
-        for (key, setting) in &file.severity {
-            let code = Code::from_id_or_name(key).ok_or_else(|| {
-                error(line_of(key), format!("severity: unknown diagnostic code `{key}` (expected a code such as DST101 or a name such as dataset-not-sharded)"))
-            })?;
-            let level = match setting {
-                SeveritySetting::Error => Some(Severity::Error),
-                SeveritySetting::Warning => Some(Severity::Warning),
-                SeveritySetting::Info => Some(Severity::Info),
-                SeveritySetting::Off => None,
-            };
-            severity.insert(code, level);
-        }
-        let output = match file.output.mode {
-            OutputModeName::InPlace => OutputMode::InPlace,
-            OutputModeName::Suffix => {
-                let suffix = file.output.suffix.clone();
-                if !suffix.ends_with(".py") || suffix == ".py" || suffix.contains('/') {
-                    return Err(error(
-                        line_of("suffix:"),
-                        format!(
-                            "output.suffix: {suffix:?} must end with `.py`, add something before it, and contain no `/`"
-                        ),
-                    ));
-                }
-                OutputMode::Suffix(suffix)
-            }
-            OutputModeName::Directory => {
-                let directory = PathBuf::from(&file.output.directory);
-                if directory.is_absolute()
-                    || directory
-                        .components()
-                        .any(|part| matches!(part, std::path::Component::ParentDir))
-                    || file.output.directory.trim().is_empty()
-                {
-                    return Err(error(
-                        line_of("directory:"),
-                        format!(
-                            "output.directory: {:?} must be a relative path inside the package root",
-                            file.output.directory
-                        ),
-                    ));
-                }
-                OutputMode::Directory(directory)
-            }
-        };
+        let source = ConfigText { text, display };
+        let file = source.deserialize()?;
+        let severity = source.severity(&file.severity)?;
+        let output = source.output_mode(&file.output)?;
         Ok(Config {
-            include: globs(&file.include, "include")?,
-            exclude: globs(&file.exclude, "exclude")?,
+            include: source.globs(&file.include, "include")?,
+            exclude: source.globs(&file.exclude, "exclude")?,
             output,
             severity,
             shard_datasets: file.shard_datasets,
@@ -285,6 +208,118 @@ impl Config {
         match self.severity.get(&code) {
             Some(setting) => *setting,
             None => Some(code.default_severity()),
+        }
+    }
+}
+
+/// Configuration text being checked, with the name of its file for errors.
+struct ConfigText<'t> {
+    text: &'t str,
+    display: &'t str,
+}
+
+impl ConfigText<'_> {
+    fn error(&self, line: Option<usize>, message: String) -> ConfigError {
+        ConfigError {
+            path: self.display.to_string(),
+            line,
+            message,
+        }
+    }
+
+    /// The first line mentioning `needle`: serde does not say where a value was.
+    fn line_of(&self, needle: &str) -> Option<usize> {
+        self.text
+            .lines()
+            .position(|line| line.contains(needle))
+            .map(|index| index + 1)
+    }
+
+    /// The file as written; an empty file is the defaults.
+    fn deserialize(&self) -> Result<ConfigFile, ConfigError> {
+        if self.text.trim().is_empty() {
+            return Ok(ConfigFile::default());
+        }
+        serde_yaml::from_str(self.text)
+            .map_err(|yaml| self.error(yaml.location().map(|at| at.line()), yaml.to_string()))
+    }
+
+    /// The globs of `key`, or `None` when there are none.
+    fn globs(&self, patterns: &[String], key: &str) -> Result<Option<GlobSet>, ConfigError> {
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let mut builder = GlobSetBuilder::new();
+        for pattern in patterns {
+            let glob = Glob::new(pattern).map_err(|glob| {
+                self.error(
+                    self.line_of(pattern),
+                    format!("{key}: invalid glob {pattern:?}: {glob}"),
+                )
+            })?;
+            builder.add(glob);
+        }
+        builder
+            .build()
+            .map(Some)
+            .map_err(|glob| self.error(self.line_of(key), format!("{key}: {glob}")))
+    }
+
+    /// Severity per known code; `off` is `None`.
+    fn severity(
+        &self,
+        settings: &BTreeMap<String, SeveritySetting>,
+    ) -> Result<BTreeMap<Code, Option<Severity>>, ConfigError> {
+        let mut severity = BTreeMap::new();
+        for (key, setting) in settings {
+            let code = Code::from_id_or_name(key).ok_or_else(|| {
+                self.error(self.line_of(key), format!("severity: unknown diagnostic code `{key}` (expected a code such as DST101 or a name such as dataset-not-sharded)"))
+            })?;
+            let level = match setting {
+                SeveritySetting::Error => Some(Severity::Error),
+                SeveritySetting::Warning => Some(Severity::Warning),
+                SeveritySetting::Info => Some(Severity::Info),
+                SeveritySetting::Off => None,
+            };
+            severity.insert(code, level);
+        }
+        Ok(severity)
+    }
+
+    /// Where `fix` writes, with the suffix or directory checked.
+    fn output_mode(&self, output: &OutputConfig) -> Result<OutputMode, ConfigError> {
+        match output.mode {
+            OutputModeName::InPlace => Ok(OutputMode::InPlace),
+            OutputModeName::Suffix => {
+                let suffix = output.suffix.clone();
+                if !suffix.ends_with(".py") || suffix == ".py" || suffix.contains('/') {
+                    return Err(self.error(
+                        self.line_of("suffix:"),
+                        format!(
+                            "output.suffix: {suffix:?} must end with `.py`, add something before it, and contain no `/`"
+                        ),
+                    ));
+                }
+                Ok(OutputMode::Suffix(suffix))
+            }
+            OutputModeName::Directory => {
+                let directory = PathBuf::from(&output.directory);
+                if directory.is_absolute()
+                    || directory
+                        .components()
+                        .any(|part| matches!(part, std::path::Component::ParentDir))
+                    || output.directory.trim().is_empty()
+                {
+                    return Err(self.error(
+                        self.line_of("directory:"),
+                        format!(
+                            "output.directory: {:?} must be a relative path inside the package root",
+                            output.directory
+                        ),
+                    ));
+                }
+                Ok(OutputMode::Directory(directory))
+            }
         }
     }
 }

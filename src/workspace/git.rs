@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
-use git2::{Delta, DiffFindOptions, DiffOptions, Repository};
+use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Repository};
 
 use super::discover::relative_path;
 
@@ -34,7 +34,29 @@ pub fn top_level(path: &Path) -> Option<PathBuf> {
 pub fn changed_python_files(root: &Path, selection: &Selection) -> Result<Vec<String>> {
     let repository = Repository::discover(root)
         .with_context(|| format!("{}: not inside a git repository", root.display()))?;
-    let workdir = repository
+    let workdir = working_tree(&repository)?;
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("{}: cannot resolve", root.display()))?;
+    let mut options = DiffOptions::new();
+    options.include_typechange(true);
+    let mut diff = match selection {
+        Selection::Staged => staged_changes(&repository, &mut options)?,
+        Selection::Since(revision) => changes_since(&repository, revision, &mut options)?,
+    };
+    let mut find = DiffFindOptions::new();
+    find.renames(true);
+    diff.find_similar(Some(&mut find))
+        .context("detecting renames")?;
+    let mut files = python_files_under_root(&diff, &workdir, &root);
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// The repository's working tree, canonical so that paths under it compare with the root.
+fn working_tree(repository: &Repository) -> Result<PathBuf> {
+    repository
         .workdir()
         .ok_or_else(|| {
             anyhow!(
@@ -43,57 +65,59 @@ pub fn changed_python_files(root: &Path, selection: &Selection) -> Result<Vec<St
             )
         })?
         .canonicalize()
-        .context("resolving the repository's working tree")?;
-    let root = root
-        .canonicalize()
-        .with_context(|| format!("{}: cannot resolve", root.display()))?;
-    let mut options = DiffOptions::new();
-    options.include_typechange(true);
-    let mut diff = match selection {
-        Selection::Staged => {
-            let head_tree = match repository.head() {
-                Ok(head) => Some(head.peel_to_tree().context("reading HEAD's tree")?),
-                // No commit yet: everything staged is new.
-                Err(error)
-                    if error.code() == git2::ErrorCode::UnbornBranch
-                        || error.code() == git2::ErrorCode::NotFound =>
-                {
-                    None
-                }
-                Err(error) => return Err(error).context("reading HEAD"),
-            };
-            let index = repository.index().context("reading the index")?;
-            repository
-                .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(&mut options))
-                .context("comparing the index with HEAD")?
+        .context("resolving the repository's working tree")
+}
+
+/// The index against HEAD.
+fn staged_changes<'r>(repository: &'r Repository, options: &mut DiffOptions) -> Result<Diff<'r>> {
+    let head_tree = match repository.head() {
+        Ok(head) => Some(head.peel_to_tree().context("reading HEAD's tree")?),
+        // No commit yet: everything staged is new.
+        Err(error)
+            if error.code() == git2::ErrorCode::UnbornBranch
+                || error.code() == git2::ErrorCode::NotFound =>
+        {
+            None
         }
-        Selection::Since(revision) => {
-            let other = repository
-                .revparse_single(revision)
-                .with_context(|| format!("{revision}: unknown revision"))?
-                .peel_to_commit()
-                .with_context(|| format!("{revision}: not a commit"))?;
-            let head = repository
-                .head()
-                .context("reading HEAD")?
-                .peel_to_commit()
-                .context("HEAD is not a commit")?;
-            let base = repository
-                .merge_base(other.id(), head.id())
-                .with_context(|| format!("{revision} and HEAD have no common ancestor"))?;
-            let base_tree = repository.find_commit(base)?.tree()?;
-            options.include_untracked(true).recurse_untracked_dirs(true);
-            repository
-                .diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut options))
-                .with_context(|| {
-                    format!("comparing the working tree with the merge-base of {revision} and HEAD")
-                })?
-        }
+        Err(error) => return Err(error).context("reading HEAD"),
     };
-    let mut find = DiffFindOptions::new();
-    find.renames(true);
-    diff.find_similar(Some(&mut find))
-        .context("detecting renames")?;
+    let index = repository.index().context("reading the index")?;
+    repository
+        .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(options))
+        .context("comparing the index with HEAD")
+}
+
+/// The working tree, untracked files included, against the merge-base of `revision` and HEAD.
+fn changes_since<'r>(
+    repository: &'r Repository,
+    revision: &str,
+    options: &mut DiffOptions,
+) -> Result<Diff<'r>> {
+    let other = repository
+        .revparse_single(revision)
+        .with_context(|| format!("{revision}: unknown revision"))?
+        .peel_to_commit()
+        .with_context(|| format!("{revision}: not a commit"))?;
+    let head = repository
+        .head()
+        .context("reading HEAD")?
+        .peel_to_commit()
+        .context("HEAD is not a commit")?;
+    let base = repository
+        .merge_base(other.id(), head.id())
+        .with_context(|| format!("{revision} and HEAD have no common ancestor"))?;
+    let base_tree = repository.find_commit(base)?.tree()?;
+    options.include_untracked(true).recurse_untracked_dirs(true);
+    repository
+        .diff_tree_to_workdir_with_index(Some(&base_tree), Some(options))
+        .with_context(|| {
+            format!("comparing the working tree with the merge-base of {revision} and HEAD")
+        })
+}
+
+/// The new path of every added or modified `.py` file of a diff that lies
+/// under the root, relative to it.
+fn python_files_under_root(diff: &Diff, workdir: &Path, root: &Path) -> Vec<String> {
     let mut files = Vec::new();
     for delta in diff.deltas() {
         if matches!(
@@ -109,16 +133,14 @@ pub fn changed_python_files(root: &Path, selection: &Selection) -> Result<Vec<St
             continue;
         }
         let absolute = workdir.join(path);
-        if let Some(relative) = relative_path(&root, &absolute)
+        if let Some(relative) = relative_path(root, &absolute)
             && !relative.is_empty()
             && !relative.starts_with("..")
         {
             files.push(relative);
         }
     }
-    files.sort();
-    files.dedup();
-    Ok(files)
+    files
 }
 
 /// The commit HEAD points at, as hex, when `path` is in a repository with one.
