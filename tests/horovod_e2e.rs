@@ -364,34 +364,73 @@ fn run_case(case: &str) {
 
     let case_directory = repository_root().join("tests/e2e").join(case);
     let steps = expected_steps(&case_directory);
-    let python = venv.join("bin/python");
-    let horovodrun = venv.join("bin/horovodrun");
-
-    // Two copies: the single run leaves checkpoints behind, from which a
-    // MonitoredTrainingSession or an Estimator would resume.
-    let scratch = tempfile::tempdir().unwrap();
-    let single = scratch.path().join("single");
-    let distributed = scratch.path().join("distributed");
-    let logs = scratch.path().join("logs");
-    let single_results = scratch.path().join("results-single");
-    let distributed_results = scratch.path().join("results-distributed");
-    for directory in [&logs, &single_results, &distributed_results] {
-        std::fs::create_dir_all(directory).unwrap();
-    }
-    copy_package(&case_directory, &single);
-    copy_package(&case_directory, &distributed);
-
+    let scratch = Scratch::new(&case_directory);
     // 1. As written, one process.
-    let mut command = python_command(&python, &venv, &single, &single_results);
+    let (single_run, single_result) = run_as_written(case, &venv, &scratch, steps);
+    // 2. The rewrite.
+    let diff = rewrite_with_distribute(case, &scratch.distributed);
+    // 3. Two workers.
+    let workers = run_two_workers(case, &venv, &scratch, diff);
+    workers.print_summary(&single_run, &single_result, steps);
+    workers.check(steps);
+}
+
+/// A case's scratch space. Two copies of the package: the single run leaves
+/// checkpoints behind, from which a MonitoredTrainingSession or an Estimator
+/// would resume.
+struct Scratch {
+    /// Removed when the case ends.
+    _directory: tempfile::TempDir,
+    single: PathBuf,
+    distributed: PathBuf,
+    logs: PathBuf,
+    single_results: PathBuf,
+    distributed_results: PathBuf,
+}
+
+impl Scratch {
+    fn new(case_directory: &Path) -> Scratch {
+        let directory = tempfile::tempdir().unwrap();
+        let scratch = Scratch {
+            single: directory.path().join("single"),
+            distributed: directory.path().join("distributed"),
+            logs: directory.path().join("logs"),
+            single_results: directory.path().join("results-single"),
+            distributed_results: directory.path().join("results-distributed"),
+            _directory: directory,
+        };
+        for directory in [
+            &scratch.logs,
+            &scratch.single_results,
+            &scratch.distributed_results,
+        ] {
+            std::fs::create_dir_all(directory).unwrap();
+        }
+        copy_package(case_directory, &scratch.single);
+        copy_package(case_directory, &scratch.distributed);
+        scratch
+    }
+}
+
+/// Runs the package as written in one process: it must work and, when the
+/// case sets a step count, run that many steps.
+fn run_as_written(
+    case: &str,
+    venv: &Path,
+    scratch: &Scratch,
+    steps: Option<u64>,
+) -> (Run, RunResult) {
+    let python = venv.join("bin/python");
+    let mut command = python_command(&python, venv, &scratch.single, &scratch.single_results);
     command.arg("train.py");
-    let single_run = run_limited(command, &logs, "single");
+    let single_run = run_limited(command, &scratch.logs, "single");
     assert!(
         single_run.succeeded(),
         "e2e {case}: the script as written fails single-process: {}\n{}",
         single_run.outcome(),
         single_run.tails()
     );
-    let single_result = read_result(&single_results.join("result-single.json"))
+    let single_result = read_result(&scratch.single_results.join("result-single.json"))
         .unwrap_or_else(|error| panic!("e2e {case}: single run: {error}\n{}", single_run.tails()));
     if let Some(n) = steps {
         assert_eq!(
@@ -400,12 +439,16 @@ fn run_case(case: &str) {
             single_result.steps
         );
     }
+    (single_run, single_result)
+}
 
-    // 2. The rewrite.
+/// Rewrites the package in place with `distribute fix`, which must change
+/// files; returns the rewrite as `distribute diff` showed it beforehand.
+fn rewrite_with_distribute(case: &str, package: &Path) -> String {
     let tool = env!("CARGO_BIN_EXE_distribute");
     let diff = Command::new(tool)
         .args(["diff", "--root"])
-        .arg(&distributed)
+        .arg(package)
         .output()
         .unwrap();
     let diff = format!(
@@ -415,7 +458,7 @@ fn run_case(case: &str) {
     );
     let fix = Command::new(tool)
         .args(["fix", "--root"])
-        .arg(&distributed)
+        .arg(package)
         .output()
         .unwrap();
     assert_eq!(
@@ -425,76 +468,133 @@ fn run_case(case: &str) {
         String::from_utf8_lossy(&fix.stdout),
         String::from_utf8_lossy(&fix.stderr)
     );
+    diff
+}
 
-    // 3. Two workers.
-    let mut command = python_command(&horovodrun, &venv, &distributed, &distributed_results);
+/// The rewritten package's run under `horovodrun -np 2`, with what each rank reported.
+struct TwoWorkerRun<'c> {
+    case: &'c str,
+    /// The rewrite, shown when a check fails.
+    diff: String,
+    run: Run,
+    /// Per rank: its result file, or why it could not be read.
+    results: Vec<Result<RunResult, String>>,
+}
+
+fn run_two_workers<'c>(
+    case: &'c str,
+    venv: &Path,
+    scratch: &Scratch,
+    diff: String,
+) -> TwoWorkerRun<'c> {
+    let python = venv.join("bin/python");
+    let horovodrun = venv.join("bin/horovodrun");
+    let mut command = python_command(
+        &horovodrun,
+        venv,
+        &scratch.distributed,
+        &scratch.distributed_results,
+    );
     command
         .args(["-np", "2", "-H", "localhost:2", "--gloo"])
         .arg(&python)
         .arg("train.py");
-    let distributed_run = run_limited(command, &logs, "two-workers");
-    let context = |problem: String| -> String {
+    let run = run_limited(command, &scratch.logs, "two-workers");
+    let results = (0..2)
+        .map(|rank| {
+            read_result(
+                &scratch
+                    .distributed_results
+                    .join(format!("result-{rank}.json")),
+            )
+        })
+        .collect();
+    TwoWorkerRun {
+        case,
+        diff,
+        run,
+        results,
+    }
+}
+
+impl TwoWorkerRun<'_> {
+    /// A failure message with the rewrite and the run's output.
+    fn context(&self, problem: String) -> String {
         format!(
-            "e2e {case}: {problem}\n=== the rewrite (distribute diff) ===\n{diff}\n=== two-worker run: {} ===\n{}",
-            distributed_run.outcome(),
-            distributed_run.tails()
+            "e2e {}: {problem}\n=== the rewrite (distribute diff) ===\n{}\n=== two-worker run: {} ===\n{}",
+            self.case,
+            self.diff,
+            self.run.outcome(),
+            self.run.tails()
         )
-    };
-    let results: Vec<Result<RunResult, String>> = (0..2)
-        .map(|rank| read_result(&distributed_results.join(format!("result-{rank}.json"))))
-        .collect();
-    let reported = |rank: usize, field: fn(&RunResult) -> String| {
-        results[rank].as_ref().map_or("-".to_string(), field)
-    };
-    println!(
-        "e2e {case}: single {:.1} s, two workers {:.1} s ({}; steps: single {}, rank 0 {}, rank 1 {}{}; checksums {} / {})",
-        single_run.seconds,
-        distributed_run.seconds,
-        if distributed_run.succeeded() {
-            "exit 0".to_string()
-        } else {
-            distributed_run.outcome()
-        },
-        single_result.steps,
-        reported(0, |result| result.steps.to_string()),
-        reported(1, |result| result.steps.to_string()),
-        steps.map_or(String::new(), |n| format!(", limit {}", n.div_ceil(2))),
-        reported(0, |result| result.checksum.to_string()),
-        reported(1, |result| result.checksum.to_string()),
-    );
-    assert!(
-        distributed_run.succeeded(),
-        "{}",
-        context("the rewritten script fails with two workers".into())
-    );
-    let results: Vec<RunResult> = results
-        .into_iter()
-        .map(|result| result.unwrap_or_else(|error| panic!("{}", context(error))))
-        .collect();
-    assert!(
-        checksums_agree(results[0].checksum, results[1].checksum),
-        "{}",
-        context(format!(
-            "the workers' final weights disagree: checksum {} on rank 0, {} on rank 1",
-            results[0].checksum, results[1].checksum
-        ))
-    );
-    for (rank, result) in results.iter().enumerate() {
-        assert!(
-            result.steps > 0,
-            "{}",
-            context(format!("rank {rank} ran no training step"))
+    }
+
+    /// One line per case: times, exit, steps and checksums of both runs.
+    fn print_summary(&self, single_run: &Run, single_result: &RunResult, steps: Option<u64>) {
+        let reported = |rank: usize, field: fn(&RunResult) -> String| {
+            self.results[rank].as_ref().map_or("-".to_string(), field)
+        };
+        println!(
+            "e2e {}: single {:.1} s, two workers {:.1} s ({}; steps: single {}, rank 0 {}, rank 1 {}{}; checksums {} / {})",
+            self.case,
+            single_run.seconds,
+            self.run.seconds,
+            if self.run.succeeded() {
+                "exit 0".to_string()
+            } else {
+                self.run.outcome()
+            },
+            single_result.steps,
+            reported(0, |result| result.steps.to_string()),
+            reported(1, |result| result.steps.to_string()),
+            steps.map_or(String::new(), |n| format!(", limit {}", n.div_ceil(2))),
+            reported(0, |result| result.checksum.to_string()),
+            reported(1, |result| result.checksum.to_string()),
         );
-        if let Some(n) = steps {
+    }
+
+    /// Both workers exit 0, agree on the final weights, and each ran at least
+    /// one step and at most its half of the case's step count.
+    fn check(&self, steps: Option<u64>) {
+        assert!(
+            self.run.succeeded(),
+            "{}",
+            self.context("the rewritten script fails with two workers".into())
+        );
+        let results: Vec<&RunResult> = self
+            .results
+            .iter()
+            .map(|result| {
+                result
+                    .as_ref()
+                    .unwrap_or_else(|error| panic!("{}", self.context(error.clone())))
+            })
+            .collect();
+        assert!(
+            checksums_agree(results[0].checksum, results[1].checksum),
+            "{}",
+            self.context(format!(
+                "the workers' final weights disagree: checksum {} on rank 0, {} on rank 1",
+                results[0].checksum, results[1].checksum
+            ))
+        );
+        for (rank, result) in results.iter().enumerate() {
             assert!(
-                result.steps <= n.div_ceil(2),
+                result.steps > 0,
                 "{}",
-                context(format!(
-                    "work is not split: rank {rank} ran {} steps, at most ceil({n}/2) = {} expected",
-                    result.steps,
-                    n.div_ceil(2)
-                ))
+                self.context(format!("rank {rank} ran no training step"))
             );
+            if let Some(n) = steps {
+                assert!(
+                    result.steps <= n.div_ceil(2),
+                    "{}",
+                    self.context(format!(
+                        "work is not split: rank {rank} ran {} steps, at most ceil({n}/2) = {} expected",
+                        result.steps,
+                        n.div_ceil(2)
+                    ))
+                );
+            }
         }
     }
 }
