@@ -1,6 +1,7 @@
-//! Which local names refer to which modules and objects (SPEC 3.1), through
-//! every import form, plus the assumptions seed 000 §2.1 makes about how
-//! TensorFlow is bound (restrictions 1-3).
+//! Which local names refer to which modules and objects, through every import
+//! form. Bindings the tool resolves but cannot fully trust are marked, so the
+//! rules can warn: TensorFlow bound other than by an import statement, and a
+//! TensorFlow member assigned to a variable.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -24,9 +25,11 @@ pub struct Binding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BindingKind {
     Import,
-    /// `tf = importlib.import_module("tensorflow")`: works, but breaks restriction 2.
+    /// `tf = importlib.import_module("tensorflow")`: resolved (the name is a
+    /// string literal), but other dynamic forms would be missed: the rules warn.
     DynamicImport,
-    /// `Adam = tf.keras.optimizers.Adam`: resolved, but breaks restriction 3.
+    /// `Adam = tf.keras.optimizers.Adam`: resolved, but a later reassignment of
+    /// the name would not be followed.
     MemberAlias,
 }
 

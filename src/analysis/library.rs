@@ -1,7 +1,7 @@
 //! What the analysis knows about TensorFlow, Keras and Horovod: canonical
 //! qualified names (so that `keras.Model`, `tf.keras.models.Model` and
 //! `tf.compat.v1.keras.Model` are one class) and the table of library classes
-//! with their learning-rate arguments (SPEC 3.2).
+//! with their learning-rate arguments.
 
 /// Rewrites a resolved dotted name to the one canonical spelling the rules match.
 pub fn canonical_name(qualified: &str) -> String {
@@ -142,7 +142,9 @@ const fn schedule(keyword: &'static str) -> LibraryClass {
     })
 }
 
-/// Keras optimizers with their learning-rate defaults (SPEC 3.2), by class name.
+/// Keras optimizers with their learning-rate defaults, by class name: scaling
+/// the learning rate by the number of workers needs the default when a call
+/// passes none.
 pub const KERAS_OPTIMIZERS: &[(&str, &str)] = &[
     ("Adam", "0.001"),
     ("SGD", "0.01"),

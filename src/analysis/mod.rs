@@ -1,4 +1,4 @@
-//! Package facts the rules rely on (SPEC 3): bindings, class hierarchy,
+//! Package facts the rules rely on: bindings, class hierarchy,
 //! training-loop summaries and the training API pattern of each module.
 
 pub mod bindings;

@@ -1,4 +1,4 @@
-//! Byte-range edits on the original text (SPEC 6): the rewrite is the
+//! Byte-range edits on the original text: the rewrite is the
 //! original file with the smallest replacements, so every comment and line
 //! outside an edit survives byte for byte.
 
