@@ -107,6 +107,7 @@ fn rewrite_one_pattern<'a>(
     passes::init_block::run(&mut rewrite);
     plugin.rewrite(&mut rewrite);
     passes::learning_rate::run(&mut rewrite);
+    passes::seeds::run(&mut rewrite);
     passes::device_pinning::run(&mut rewrite);
     passes::rank_zero::run(&mut rewrite);
     assumptions::check(&mut rewrite);

@@ -50,6 +50,10 @@ pub struct ModuleRewrite<'a> {
     continued_calls: HashSet<usize>,
     /// What the learning-rate pass shares with patterns that scale a call themselves.
     pub learning_rates: LearningRateState,
+    /// Where `hvd.init()` runs (the module's own call, or where the init
+    /// block goes); `None` in modules whose code runs inside another
+    /// module's loop. Code before it must not ask Horovod anything.
+    pub horovod_initialised_at: Option<usize>,
 }
 
 impl<'a> std::ops::Deref for ModuleRewrite<'a> {
@@ -105,6 +109,7 @@ impl<'a> ModuleRewrite<'a> {
             importer,
             continued_calls: HashSet::new(),
             learning_rates: LearningRateState::default(),
+            horovod_initialised_at: None,
         }
     }
 

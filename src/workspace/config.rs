@@ -27,9 +27,14 @@ pub struct ConfigFile {
     /// Per-code severity: `DST101: off`, `dataset-not-sharded: error`.
     #[serde(default)]
     pub severity: BTreeMap<String, SeveritySetting>,
-    /// Insert `.shard(hvd.size(), hvd.rank())` into tf.data pipelines that are not sharded.
-    #[serde(default)]
+    /// Shard the tf.data pipeline a training loop walks once per epoch
+    /// (`.shard(hvd.size(), hvd.rank())`): on unless turned off.
+    #[serde(default = "sharding_by_default")]
     pub shard_datasets: bool,
+}
+
+fn sharding_by_default() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -110,7 +115,7 @@ impl Default for Config {
             exclude: None,
             output: OutputMode::InPlace,
             severity: BTreeMap::new(),
-            shard_datasets: false,
+            shard_datasets: true,
             source: None,
         }
     }

@@ -17,7 +17,8 @@ use crate::rules::importer::{
 use crate::rules::rewrite::ModuleRewrite;
 
 pub fn run(rewrite: &mut ModuleRewrite) {
-    if rewrite.module.index.horovod_init.is_some() {
+    if let Some(init) = &rewrite.module.index.horovod_init {
+        rewrite.horovod_initialised_at = Some(init.start);
         return;
     }
     if rewrite
@@ -59,6 +60,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             Edit::insertion(offset, block)
         }
     };
+    rewrite.horovod_initialised_at = Some(edit.range.start);
     rewrite.edit(edit);
 }
 

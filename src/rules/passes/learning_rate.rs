@@ -45,10 +45,17 @@ pub struct LearningRateState {
     pub handled_calls: HashSet<usize>,
     /// The first optimizer or schedule whose rate was scaled: where DST102 points.
     pub first_scaled_call: Option<Range<usize>>,
+    /// A training loop whose work could not be split among the workers: the
+    /// rate stays as written, since each worker takes as many steps as one
+    /// GPU did and a scaled rate would only train worse.
+    pub work_not_split: bool,
 }
 
 /// Scales every optimizer and schedule construction the patterns left alone.
 pub fn run(rewrite: &mut ModuleRewrite) {
+    if rewrite.learning_rates.work_not_split {
+        return;
+    }
     let module = rewrite.module;
     let schedules_of = |scope: &Scope| -> HashSet<String> {
         scope

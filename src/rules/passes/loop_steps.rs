@@ -11,9 +11,12 @@ use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, CmpOp, Constant, Expr, Stmt};
 
-use super::sharding::shard_dataset;
-use crate::analysis::walk::{for_each_statement, target_names};
+use super::sharding::{is_shardable, shard_dataset};
+use crate::analysis::walk::{
+    dotted_name, for_each_statement, target_names, walk_expression, walk_statement_expressions,
+};
 use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
 
@@ -26,49 +29,176 @@ pub const DATASET_NOT_SHARDED: Code = Code::new(
 
 pub const CODES: &[Code] = &[DATASET_NOT_SHARDED];
 
-/// Divides the step count of the loop that drives training.
-pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
+/// How the work of one training loop was split among the workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkSplit {
+    /// A bound that stops the loop was divided.
+    Divided,
+    /// The tf.data pipeline it walks once per epoch was sharded.
+    Sharded,
+    /// The module already splits it (`.shard(` in the source).
+    AlreadySplit,
+    /// Nothing splits it; a diagnostic says why.
+    NotSplit,
+}
+
+/// Splits the work of the loop that drives training, once, in this order:
+/// divide the step limit or bound that stops it; else shard the tf.data
+/// pipeline it walks (one pass per epoch); else say why it cannot be split.
+/// A loop whose iterations all train on the same full batch is not divided:
+/// every worker would compute the same gradient.
+pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
+    let split = split_loop(rewrite, loop_statement);
+    if split == WorkSplit::NotSplit {
+        rewrite.learning_rates.work_not_split = true;
+    }
+    split
+}
+
+fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
     let limits = step_limits(loop_statement);
     if !limits.is_empty() {
         for limit in limits {
-            rewrite.divide_expression(limit);
+            divide_bound(rewrite, loop_statement, limit);
         }
-        return;
+        return WorkSplit::Divided;
     }
     let Stmt::For(for_loop) = loop_statement else {
-        return;
+        return WorkSplit::NotSplit;
     };
-    let mut iterable = for_loop.iter.as_ref();
+    let iterable = unwrap_enumerate(&for_loop.iter);
+    if let Some(bound) = range_bound(iterable) {
+        if is_full_batch(rewrite, for_loop) {
+            report_full_batch(rewrite, loop_statement);
+            return WorkSplit::NotSplit;
+        }
+        divide_range(rewrite, loop_statement, bound);
+        return WorkSplit::Divided;
+    }
+    if let Some(count) = take_count(iterable) {
+        divide_bound(rewrite, loop_statement, count);
+        return WorkSplit::Divided;
+    }
+    if rewrite.text.contains(".shard(") {
+        return WorkSplit::AlreadySplit;
+    }
+    let scope_index = rewrite.module.scope_at(span(loop_statement).start);
+    let scope = &rewrite.module.scopes[scope_index];
+    if rewrite.options.shard_datasets && shard_dataset(rewrite, scope, iterable) {
+        return WorkSplit::Sharded;
+    }
+    report_unsplit_loop(rewrite, &for_loop.iter);
+    WorkSplit::NotSplit
+}
+
+/// Whether the split leaves this loop whole (it changes nothing, so a
+/// second run decides the same as the first): a full-batch `range` loop, or
+/// a loop over something neither bounded nor shardable.
+pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool {
+    if !step_limits(loop_statement).is_empty() {
+        return false;
+    }
+    let Stmt::For(for_loop) = loop_statement else {
+        return false;
+    };
+    let iterable = unwrap_enumerate(&for_loop.iter);
+    if range_bound(iterable).is_some() {
+        return is_full_batch(rewrite, for_loop);
+    }
+    if take_count(iterable).is_some() || rewrite.text.contains(".shard(") {
+        return false;
+    }
+    let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
+    !(rewrite.options.shard_datasets && is_shardable(rewrite, scope, iterable))
+}
+
+/// `x` in `enumerate(x)` or `enumerate(x, 1)`; the iterable itself otherwise.
+fn unwrap_enumerate(iterable: &Expr) -> &Expr {
     if let Expr::Call(call) = iterable
         && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
         && let Some(inner) = call.args.first()
     {
-        iterable = inner;
+        return inner;
     }
-    if let Some(bound) = range_or_take_bound(iterable) {
-        rewrite.divide_expression(bound);
-        return;
-    }
-    let already_sharded = rewrite.text.contains(".shard(");
-    let scope_index = rewrite.module.scope_at(span(loop_statement).start);
-    let scope = &rewrite.module.scopes[scope_index];
-    if !already_sharded && rewrite.options.shard_datasets && shard_dataset(rewrite, scope, iterable)
-    {
-        return;
-    }
-    if !already_sharded {
-        report_unsplit_loop(rewrite, &for_loop.iter);
-    }
+    iterable
 }
 
-/// `n` in `range(n)` or `dataset.take(n)`.
-fn range_or_take_bound(iterable: &Expr) -> Option<&Expr> {
+/// The arguments of `range(...)` / `xrange(...)` with one to three arguments.
+fn range_bound(iterable: &Expr) -> Option<&ast::ExprCall> {
     let Expr::Call(call) = iterable else {
         return None;
     };
-    let is_range = matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "range");
+    let is_range = matches!(call.func.as_ref(), Expr::Name(name) if matches!(name.id.as_str(), "range" | "xrange"));
+    (is_range && (1..=3).contains(&call.args.len()) && call.keywords.is_empty()).then_some(call)
+}
+
+/// `n` in `dataset.take(n)`.
+fn take_count(iterable: &Expr) -> Option<&Expr> {
+    let Expr::Call(call) = iterable else {
+        return None;
+    };
     let is_take = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "take");
-    ((is_range || is_take) && call.args.len() == 1).then(|| &call.args[0])
+    (is_take && call.args.len() == 1).then(|| &call.args[0])
+}
+
+/// Divides `range(n)`, `range(a, b)` and `range(a, b, s)` so that each
+/// worker runs 1/N of the iterations: `range(1, n + 1)` becomes
+/// `range(1, max(1, n // N) + 1)`; other starts keep their start and run
+/// `max(1, (b - a) // N)` past it.
+fn divide_range(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, range: &ast::ExprCall) {
+    let (start, stop) = match range.args.as_slice() {
+        [stop] => (None, stop),
+        [start, stop, ..] => (Some(start), stop),
+        [] => return,
+    };
+    let Some(start) = start.filter(|start| !is_integer_literal(start, 0)) else {
+        divide_bound(rewrite, loop_statement, stop);
+        return;
+    };
+    if rewrite.calls_horovod(stop, "size") {
+        return;
+    }
+    // `range(1, n + 1)`: divide `n`.
+    if let Expr::BinOp(sum) = stop
+        && sum.op == ast::Operator::Add
+        && literal_value(&sum.right).is_some()
+        && literal_value(&sum.right) == literal_value(start)
+    {
+        divide_bound(rewrite, loop_statement, &sum.left);
+        return;
+    }
+    let (start_text, stop_text) = (
+        rewrite.expression_text(start),
+        rewrite.expression_text(stop),
+    );
+    let size = rewrite.horovod_call("size");
+    let replacement = format!("{start_text} + max(1, ({stop_text} - {start_text}) // {size})");
+    rewrite.edit(Edit::replacement(span(stop), replacement));
+}
+
+/// Divides a bound, and the running averages of the loop nest that divide
+/// by the same bound (`avg_cost += c / total_batch`), so that printed means
+/// stay means.
+fn divide_bound(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, bound: &Expr) {
+    if rewrite.calls_horovod(bound, "size") {
+        return;
+    }
+    rewrite.divide_expression(bound);
+    divide_running_averages(rewrite, loop_statement, bound);
+}
+
+fn literal_value(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Constant(ast::ExprConstant {
+            value: Constant::Int(number),
+            ..
+        }) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+fn is_integer_literal(expr: &Expr, value: u32) -> bool {
+    literal_value(expr) == Some(value.to_string())
 }
 
 fn report_unsplit_loop(rewrite: &mut ModuleRewrite, iterable: &Expr) {
@@ -82,9 +212,28 @@ fn report_unsplit_loop(rewrite: &mut ModuleRewrite, iterable: &Expr) {
         Diagnostic::new(
             DATASET_NOT_SHARDED,
             span(iterable),
-            format!("every worker iterates all of `{iterable_text}` and no step count divides the work, so more workers bring no speed-up"),
+            format!("every worker iterates all of `{iterable_text}` and nothing the tool can shard or divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
         )
         .with_suggestion(suggestion),
+    );
+}
+
+fn report_full_batch(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
+    let Stmt::For(for_loop) = loop_statement else {
+        return;
+    };
+    let iterable = rewrite.expression_text(&for_loop.iter).to_string();
+    rewrite.diagnose(
+        Diagnostic::new(
+            DATASET_NOT_SHARDED,
+            span(for_loop.iter.as_ref()),
+            format!("each step of `for ... in {iterable}` trains on the same full batch, so every worker would compute the same gradient: the loop was not divided and the learning rate was left as written"),
+        )
+        .with_suggestion(format!(
+            "train on mini-batches (`.shard({0}, {1})` each worker's part of the data, then batch it) to gain from more workers",
+            rewrite.horovod_call("size"),
+            rewrite.horovod_call("rank")
+        )),
     );
 }
 
@@ -198,5 +347,100 @@ fn collect_ifs<'a>(body: &'a [Stmt], found: &mut Vec<&'a ast::StmtIf>) {
             Stmt::Try(node) => collect_ifs(&node.body, found),
             _ => {}
         }
+    }
+}
+
+/// Callee words that show a loop draws a new batch (or new randomness) each
+/// iteration: `next(iterator)`, `mnist.train.next_batch(...)`, `get_batch()`,
+/// `np.random.randint(...)`.
+const DRAWS_DATA: &[&str] = &[
+    "batch",
+    "next",
+    "sample",
+    "random",
+    "shuffle",
+    "choice",
+    "permutation",
+];
+
+/// Module text that shows a graph-side input pipeline: each `sess.run`
+/// draws the next batch with nothing in the loop saying so.
+const GRAPH_SIDE_INPUT: &[&str] = &[
+    "get_next",
+    "next_batch",
+    "shuffle_batch",
+    "train.batch(",
+    "start_queue_runners",
+    "make_one_shot_iterator",
+    "make_initializable_iterator",
+    ".batch(",
+];
+
+/// Whether every iteration of a `range` loop trains on the same data: the
+/// body draws no batch (no `next`, `*batch*`, random sampling), indexes
+/// nothing by the loop variable, passes it to no call, has no inner loop,
+/// and the module has no graph-side input pipeline.
+fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
+    if GRAPH_SIDE_INPUT
+        .iter()
+        .any(|marker| rewrite.text.contains(marker))
+    {
+        return false;
+    }
+    let counters: HashSet<&str> = target_names(&for_loop.target).into_iter().collect();
+    let mut draws = false;
+    for_each_statement(&for_loop.body, false, &mut |stmt| {
+        draws |= matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_));
+        walk_statement_expressions(stmt, &mut |expr| {
+            draws |= draws_data(expr, &counters);
+        });
+    });
+    !draws
+}
+
+fn draws_data(expr: &Expr, counters: &HashSet<&str>) -> bool {
+    let mentions_counter = |expr: &Expr| {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            found |= matches!(inner, Expr::Name(name) if counters.contains(name.id.as_str()));
+        });
+        found
+    };
+    match expr {
+        Expr::Subscript(subscript) => mentions_counter(&subscript.slice),
+        Expr::Call(call) => {
+            let callee = dotted_name(&call.func).unwrap_or_default().to_lowercase();
+            let is_print = callee == "print" || callee.ends_with(".print");
+            DRAWS_DATA.iter().any(|word| callee.contains(word))
+                || (!is_print && call.args.iter().any(mentions_counter))
+        }
+        _ => false,
+    }
+}
+
+/// After dividing `bound`, divisions by the same expression later in the
+/// scope (`avg_cost += c / total_batch`, `loss / num_batches`) divide by the
+/// divided count, so the means the loop prints stay means.
+fn divide_running_averages(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, bound: &Expr) {
+    if !matches!(bound, Expr::Name(_) | Expr::Attribute(_)) {
+        return;
+    }
+    let bound_text = rewrite.expression_text(bound);
+    let loop_start = span(loop_statement).start;
+    let scope = &rewrite.module.scopes[rewrite.module.scope_at(loop_start)];
+    let mut divisors = Vec::new();
+    for stmt in &scope.facts.statements {
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::BinOp(division) = expr
+                && division.op == ast::Operator::Div
+                && span(division.right.as_ref()).start > loop_start
+                && rewrite.expression_text(&division.right) == bound_text
+            {
+                divisors.push(division.right.as_ref());
+            }
+        });
+    }
+    for divisor in divisors {
+        rewrite.divide_expression(divisor);
     }
 }

@@ -1,6 +1,6 @@
 //! The passes every pattern shares, one file each, run in this order after
-//! the pattern's own rewrite: the init block, learning-rate scaling, removal
-//! of the user's device pinning, and rank-0 guards. The loop-step division
+//! the pattern's own rewrite: the init block, learning-rate scaling, per-rank
+//! seeds, removal of the user's device pinning, and rank-0 guards. The loop-step division
 //! and sharding are called by the patterns on the loop they found.
 
 pub mod device_pinning;
@@ -8,6 +8,7 @@ pub mod init_block;
 pub mod learning_rate;
 pub mod loop_steps;
 pub mod rank_zero;
+pub mod seeds;
 pub mod sharding;
 
 use crate::diagnostics::Code;
@@ -19,6 +20,7 @@ pub fn codes() -> Vec<Code> {
         learning_rate::CODES,
         loop_steps::CODES,
         rank_zero::CODES,
+        seeds::CODES,
     ]
     .concat()
 }

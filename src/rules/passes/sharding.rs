@@ -28,6 +28,24 @@ const DATASET_SOURCES: &[&str] = &[
 /// Inserts the shard after the source of the pipeline `dataset` names (or is).
 /// Returns whether it found a pipeline to shard.
 pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
+    let Some(source) = pipeline_source(rewrite, scope, dataset) else {
+        return false;
+    };
+    let shard = format!(
+        ".shard({}, {})",
+        rewrite.horovod_call("size"),
+        rewrite.horovod_call("rank")
+    );
+    rewrite.edit(Edit::insertion(source.end, shard));
+    true
+}
+
+/// Whether `dataset` is (or names) a tf.data pipeline whose source can be sharded.
+pub fn is_shardable(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
+    pipeline_source(rewrite, scope, dataset).is_some()
+}
+
+fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Option<Range<usize>> {
     let pipeline: Option<&Expr> = match dataset {
         Expr::Name(name) => {
             let top_level = &rewrite.module.scopes[0];
@@ -46,17 +64,7 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
         }
         other => Some(other),
     };
-    let Some(source) = pipeline.and_then(|pipeline| dataset_source(rewrite, scope, pipeline))
-    else {
-        return false;
-    };
-    let shard = format!(
-        ".shard({}, {})",
-        rewrite.horovod_call("size"),
-        rewrite.horovod_call("rank")
-    );
-    rewrite.edit(Edit::insertion(source.end, shard));
-    true
+    pipeline.and_then(|pipeline| dataset_source(rewrite, scope, pipeline))
 }
 
 /// The range of the call that creates a tf.data pipeline inside `expr`.

@@ -32,7 +32,7 @@ use super::tf1::{
     wrap_optimizers,
 };
 use crate::analysis::training::{Scope, TrainingPattern};
-use crate::analysis::walk::{dotted_name, for_each_statement};
+use crate::analysis::walk::{dotted_name, for_each_statement, keyword, walk_expression};
 use crate::analysis::walk::{is_loop, path_to};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::parse::span;
@@ -265,8 +265,11 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
 
 /// Divides the step count of each loop that runs the session, and warns about
 /// sessions run where they were not created.
+/// Divides the loops that run the train op: a loop around a `sess.run` of
+/// anything else (a prediction, a plot) keeps its count.
 fn divide_training_loops(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
+    let train_ops = train_op_names(rewrite);
     let mut divided = HashSet::new();
     for scope in &module.scopes {
         let sessions = session_names(rewrite, scope);
@@ -280,6 +283,9 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
                 }
                 continue;
             }
+            if !train_ops.is_empty() && !runs_a_train_op(call, &train_ops) {
+                continue;
+            }
             let Some(path) = path_to(scope.body, &span(stmt)) else {
                 continue;
             };
@@ -291,4 +297,40 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
             }
         }
     }
+}
+
+/// Names (dotted, `self.train_op` too) assigned an optimizer step:
+/// `train_op = optimizer.minimize(loss)`, `... .apply_gradients(...)`.
+/// Empty when the train op is made where the tool cannot see.
+fn train_op_names(rewrite: &ModuleRewrite) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for scope in &rewrite.module.scopes {
+        for assignment in &scope.facts.assignments {
+            let Expr::Call(call) = assignment.value else {
+                continue;
+            };
+            if matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                if matches!(attribute.attr.as_str(), "minimize" | "apply_gradients"))
+            {
+                names.insert(assignment.name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Whether a `sess.run(...)` fetches one of the train ops.
+fn runs_a_train_op(run: &ast::ExprCall, train_ops: &HashSet<String>) -> bool {
+    let fetches = run
+        .args
+        .first()
+        .or_else(|| keyword(run, "fetches").map(|keyword| &keyword.value));
+    let Some(fetches) = fetches else {
+        return false;
+    };
+    let mut found = false;
+    walk_expression(fetches, &mut |expr| {
+        found |= dotted_name(expr).is_some_and(|name| train_ops.contains(&name));
+    });
+    found
 }

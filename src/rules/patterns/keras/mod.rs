@@ -306,7 +306,11 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
     {
         return;
     }
+    if !divided && !shards && divide_epochs_of_arrays(rewrite, fit) {
+        return;
+    }
     if !divided && !shards {
+        rewrite.learning_rates.work_not_split = true;
         let data = fit
             .args
             .first()
@@ -316,7 +320,7 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
             Diagnostic::new(
                 DATASET_NOT_SHARDED,
                 span(fit),
-                format!("every worker trains on all of `{data}` each epoch and no step count divides the work, so more workers bring no speed-up"),
+                format!("every worker trains on all of `{data}` each epoch and nothing the tool can shard or divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
             )
             .with_suggestion(format!(
                 "shard the dataset with `.shard({0}, {1})` before batching, or pass `steps_per_epoch=<steps> // {0}`",
@@ -324,5 +328,26 @@ fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall)
                 rewrite.horovod_call("rank")
             )),
         );
+    }
+}
+
+/// `fit(x, y, epochs=n)` on in-memory arrays: each worker runs `n // N`
+/// epochs over its data, as Horovod's own Keras examples do. Returns whether
+/// it divided them.
+fn divide_epochs_of_arrays(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall) -> bool {
+    let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
+    if !has_labels {
+        return false;
+    }
+    let epochs = keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.get(3));
+    match epochs {
+        Some(epochs) if !matches!(epochs, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(n), .. }) if *n == 1u32.into()) =>
+        {
+            rewrite.divide_expression(epochs);
+            true
+        }
+        _ => false,
     }
 }

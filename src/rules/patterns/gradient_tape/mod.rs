@@ -24,16 +24,18 @@
 use crate::rules::BROADCAST_PLACEMENT;
 use crate::rules::assumptions::FUNCTION_PASSED_AS_VALUE;
 use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
+mod broadcast;
+
+use broadcast::place_broadcast;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::Pattern;
 use crate::analysis::training::calls_in_scope;
 use crate::analysis::training::find_call;
 use crate::rules::context::RewriteContext;
-use crate::rules::passes::loop_steps::divide_loop_steps;
+use crate::rules::passes::loop_steps::{divide_loop_steps, leaves_work_whole};
 use crate::rules::rewrite::ModuleRewrite;
 
-use crate::analysis::library;
 use crate::analysis::training::{Scope, TrainingPattern, is_gradient_tape_call};
 use crate::analysis::walk::{for_each_statement, walk_statement_expressions};
 use crate::analysis::walk::{is_loop, path_to};
@@ -142,6 +144,9 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             continue;
         }
         if already_broadcast {
+            // An earlier run placed the broadcast and split the loop; whether
+            // the loop could not be split still decides the learning rate.
+            note_unsplit_loops(rewrite, index, &applies);
             continue;
         }
         broadcast_after_first_step(rewrite, index, &applies);
@@ -625,58 +630,36 @@ fn translate_targets(
     })
 }
 
-fn place_broadcast(
+/// Marks the work as not split when a loop driving this step (in its own
+/// scope, or a Python loop calling it by name) is one the split leaves whole.
+fn note_unsplit_loops(
     rewrite: &mut ModuleRewrite,
-    outermost_loop: &Stmt,
-    after: &Stmt,
-    targets: &[BroadcastTargets],
-    step_name: Option<&str>,
+    scope_index: usize,
+    applies: &[(&Stmt, &ast::ExprCall)],
 ) {
-    let hvd = rewrite.hvd.clone();
-    let flag = rewrite.fresh(&["broadcast_done", "hvd_broadcast_done"]);
-    let unit = rewrite.stylist.indent_unit.clone();
-    let keras_3 = rewrite
-        .module
-        .module
-        .bindings
-        .iter()
-        .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
-    // tf.keras 2 optimizers expose `variables()` (a method, or a callable list since Keras 2.11); Keras 3 a property.
-    let mut broadcasts: Vec<String> = Vec::new();
-    for target in targets {
-        let optimizer_variables = if keras_3 {
-            format!("{}.variables", target.optimizer)
-        } else {
-            format!("{}.variables()", target.optimizer)
-        };
-        for variables in [target.variables.clone(), optimizer_variables] {
-            let line = format!("{unit}{hvd}.broadcast_variables({variables}, root_rank=0)");
-            if !broadcasts.contains(&line) {
-                broadcasts.push(line);
+    let module = rewrite.module;
+    let scope = &module.scopes[scope_index];
+    let Some((stmt, _)) = applies.last() else {
+        return;
+    };
+    let mut loops = Vec::new();
+    if let Some(path) = path_to(scope.body, &span(*stmt)) {
+        loops.extend(path.iter().rev().find(|stmt| is_loop(stmt)).copied());
+    }
+    let step_name = scope.name();
+    for caller in module.scopes.iter().filter(|caller| !caller.is_tf_function) {
+        for (call_statement, call) in calls_in_scope(caller) {
+            let calls_step =
+                matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == step_name);
+            if calls_step && let Some(path) = path_to(caller.body, &span(call_statement)) {
+                loops.extend(path.iter().rev().find(|stmt| is_loop(stmt)).copied());
             }
         }
     }
-    rewrite.insert_before_statement(&span(outermost_loop), &[format!("{flag} = False")]);
-    rewrite.insert_after_statement(
-        &span(after),
-        &[format!(
-            "if not {flag}:\n{}\n{unit}{flag} = True",
-            broadcasts.join("\n")
-        )],
-    );
-    let line = rewrite
-        .module
-        .module
-        .source
-        .location(span(after).start)
-        .line;
-    let how = match step_name {
-        Some(step) => format!(
-            "variables are broadcast from rank 0 once, after the first call of `{step}` (line {line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
-        ),
-        _ => format!(
-            "variables are broadcast from rank 0 once, after the first optimizer step (line {line}), guarded by the flag `{flag}` set before the loop"
-        ),
-    };
-    rewrite.diagnose(Diagnostic::new(BROADCAST_PLACEMENT, span(after), how));
+    if loops
+        .iter()
+        .any(|training_loop| leaves_work_whole(rewrite, training_loop))
+    {
+        rewrite.learning_rates.work_not_split = true;
+    }
 }
