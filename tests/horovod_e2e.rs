@@ -3,7 +3,11 @@
 //! Each case in `tests/e2e/<case>/` is a small single-GPU training package (synthetic
 //! data, a few dozen steps, weights from an unseeded initialiser). Its `train.py` writes
 //! `result-<HOROVOD_RANK or "single">.json` into `$RESULT_DIR` holding a checksum of the
-//! final trainable weights and the number of training steps the process ran. Its
+//! final trainable weights and the number of training steps the process ran; optionally
+//! `first_batch`, a fingerprint of the first batch it trained on (the workers' must
+//! differ: each trains on its own data), and `loops`, the iteration count of each loop
+//! that is not training (prediction, plotting: each worker's must equal the single
+//! process's, since only the training loop is split). Its
 //! `e2e.json` (harness metadata) holds `{"steps": N}` when the script has a step count
 //! the rewrite must divide, else `{"steps": null}`.
 //!
@@ -11,7 +15,7 @@
 //! is set, run N steps); a fresh copy is rewritten with `distribute fix`; the copy runs
 //! under `horovodrun -np 2 --gloo`. Both workers must exit 0 within the time limit (a
 //! deadlock fails, it does not hang the suite), their checksums must agree, and each
-//! must have run at most ceil(N/2) steps.
+//! must have run at most ceil(N/2) steps and at least N/2 - 1 (half the work, not less).
 //!
 //! The Horovod environment (TensorFlow-CPU 2.12.1, Horovod 0.28.1 with Gloo) is created
 //! by `scripts/setup-horovod` when missing: a few minutes, once. These tests are never
@@ -88,6 +92,10 @@ e2e_cases!(
     tape_gan_two_optimizers,
     estimator_canned_regressor_v2,
     tf1_session_decay_while,
+    tf1_epochs_range_from_one,
+    tape_raw_variables_enumerate_take,
+    tape_epoch_function_dataset,
+    keras_arrays_seeded_epochs,
 );
 
 #[test]
@@ -282,6 +290,8 @@ fn kill_tree(root: u32) {
 struct RunResult {
     checksum: f64,
     steps: u64,
+    first_batch: Option<f64>,
+    loops: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 fn read_result(path: &Path) -> Result<RunResult, String> {
@@ -301,7 +311,12 @@ fn read_result(path: &Path) -> Result<RunResult, String> {
             path.display()
         ));
     }
-    Ok(RunResult { checksum, steps })
+    Ok(RunResult {
+        checksum,
+        steps,
+        first_batch: value["first_batch"].as_f64(),
+        loops: value["loops"].as_object().cloned(),
+    })
 }
 
 fn checksums_agree(a: f64, b: f64) -> bool {
@@ -373,6 +388,7 @@ fn run_case(case: &str) {
     let workers = run_two_workers(case, &venv, &scratch, diff);
     workers.print_summary(&single_run, &single_result, steps);
     workers.check(steps);
+    workers.check_data_and_other_loops(&single_result);
 }
 
 /// A case's scratch space. Two copies of the package: the single run leaves
@@ -592,6 +608,50 @@ impl TwoWorkerRun<'_> {
                         "work is not split: rank {rank} ran {} steps, at most ceil({n}/2) = {} expected",
                         result.steps,
                         n.div_ceil(2)
+                    ))
+                );
+                assert!(
+                    result.steps + 1 >= n / 2,
+                    "{}",
+                    self.context(format!(
+                        "work is split more than once: rank {rank} ran {} steps, at least {n}/2 - 1 expected",
+                        result.steps
+                    ))
+                );
+            }
+        }
+    }
+}
+
+impl TwoWorkerRun<'_> {
+    /// Each worker trained on its own data (the first batches differ), and
+    /// the loops that are not training kept the single process's counts.
+    fn check_data_and_other_loops(&self, single: &RunResult) {
+        let results: Vec<&RunResult> = self
+            .results
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .collect();
+        if let [rank_0, rank_1] = results.as_slice() {
+            if let (Some(first), Some(second)) = (rank_0.first_batch, rank_1.first_batch) {
+                assert!(
+                    (first - second).abs() > 1e-9,
+                    "{}",
+                    self.context(format!(
+                        "both workers trained on the same first batch (fingerprint {first}): their data is not split"
+                    ))
+                );
+            }
+            let Some(expected) = &single.loops else {
+                return;
+            };
+            for (rank, result) in [rank_0, rank_1].iter().enumerate() {
+                assert_eq!(
+                    result.loops.as_ref(),
+                    Some(expected),
+                    "{}",
+                    self.context(format!(
+                        "rank {rank}: a loop that does not train changed its count"
                     ))
                 );
             }

@@ -46,6 +46,11 @@ pub fn is_shardable(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> b
 }
 
 fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Option<Range<usize>> {
+    if let Expr::Name(name) = dataset
+        && let Some(position) = scope.parameters.iter().position(|p| p == name.id.as_str())
+    {
+        return argument_pipeline_source(rewrite, scope, name.id.as_str(), position);
+    }
     let pipeline: Option<&Expr> = match dataset {
         Expr::Name(name) => {
             let top_level = &rewrite.module.scopes[0];
@@ -65,6 +70,38 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
         other => Some(other),
     };
     pipeline.and_then(|pipeline| dataset_source(rewrite, scope, pipeline))
+}
+
+/// A pipeline a function receives as a parameter (`def train_one_epoch(data)`):
+/// the source of the pipeline its callers in this module pass, when they all
+/// pass the same one.
+fn argument_pipeline_source(
+    rewrite: &ModuleRewrite,
+    function: &Scope,
+    parameter: &str,
+    position: usize,
+) -> Option<Range<usize>> {
+    function.function?;
+    let offset = usize::from(function.class.is_some());
+    let mut sources = Vec::new();
+    for caller in &rewrite.module.scopes {
+        for site in &caller.facts.calls {
+            let calls_function = matches!(site.call.func.as_ref(), Expr::Name(callee) if callee.id.as_str() == function.name());
+            if !calls_function || std::ptr::eq(caller, function) {
+                continue;
+            }
+            let argument = crate::analysis::walk::keyword(site.call, parameter)
+                .map(|keyword| &keyword.value)
+                .or_else(|| site.call.args.get(position.checked_sub(offset)?));
+            let source = argument.and_then(|argument| pipeline_source(rewrite, caller, argument));
+            sources.push(source?);
+        }
+    }
+    sources.dedup();
+    match sources.as_slice() {
+        [source] => Some(source.clone()),
+        _ => None,
+    }
 }
 
 /// The range of the call that creates a tf.data pipeline inside `expr`.

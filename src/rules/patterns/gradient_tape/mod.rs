@@ -278,9 +278,24 @@ fn resolve_alias<'a>(scope: &Scope<'a>, expr: &'a Expr) -> &'a Expr {
         return expr;
     };
     match values_assigned_to(scope, name.id.as_str()).as_slice() {
-        [value] if is_simple(value) => value,
+        [value] if is_simple(value) || reads_only_globals(scope, value) => value,
         _ => expr,
     }
+}
+
+/// Whether an expression reads no parameter or local of the step
+/// (`list(weights.values()) + list(biases.values())` over module-level
+/// dictionaries of hand-built variables): a caller can evaluate it as written.
+fn reads_only_globals(scope: &Scope, expr: &Expr) -> bool {
+    let locals = crate::analysis::bindings::assigned_names(scope.body);
+    let mut global = true;
+    crate::analysis::walk::walk_expression(expr, &mut |inner| {
+        if let Expr::Name(name) = inner {
+            let name = name.id.as_str();
+            global &= !locals.contains(name) && !scope.parameters.iter().any(|p| p == name);
+        }
+    });
+    global
 }
 
 /// The values `name = ...` assigns in a scope's own statements, in order.
