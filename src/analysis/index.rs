@@ -117,6 +117,9 @@ pub struct SemanticIndex {
     pub rank_zero_blocks: Vec<Vec<Range<usize>>>,
     /// Where the module's first `hvd.init()` call is, if it has one.
     pub horovod_init: Option<Range<usize>>,
+    /// `if` blocks that launch workers with `horovod.run(...)`: they run in
+    /// the launching process, before any `hvd.init()`.
+    pub launcher_blocks: Vec<Range<usize>>,
 }
 
 impl SemanticIndex {
@@ -126,6 +129,13 @@ impl SemanticIndex {
         self.horovod_init
             .as_ref()
             .is_some_and(|init| offset < init.start)
+    }
+
+    /// Whether a statement runs in the process that launches the workers.
+    pub fn is_in_launcher(&self, statement: &Range<usize>) -> bool {
+        self.launcher_blocks
+            .iter()
+            .any(|block| block.start <= statement.start && statement.end <= block.end)
     }
 
     /// Whether a statement sits in a block guarded by a rank-0 test.
@@ -176,6 +186,19 @@ pub fn module_facts(scopes: &[Scope]) -> SemanticIndex {
                     .push(node.body.iter().map(span).collect());
             }
         }
+        // `if hvd.rank() != 0: return` at the top of a function: what follows
+        // runs on rank 0 only.
+        let returns_elsewhere = scope.body.iter().position(|statement| {
+            matches!(statement, Stmt::If(node)
+                if is_rank_nonzero_test(&scope.bindings, &node.test)
+                    && matches!(node.body.as_slice(), [Stmt::Return(_)]))
+        });
+        if scope.function.is_some()
+            && let Some(position) = returns_elsewhere
+        {
+            let rest = scope.body[position + 1..].iter().map(span).collect();
+            index.rank_zero_blocks.push(rest);
+        }
         let init = scope.facts.calls.iter().find(|site| {
             matches!(site.call.func.as_ref(), Expr::Attribute(attribute)
                 if attribute.attr.as_str() == "init"
@@ -186,8 +209,54 @@ pub fn module_facts(scopes: &[Scope]) -> SemanticIndex {
         {
             index.horovod_init = Some(span(init.call));
         }
+        collect_launcher_blocks(scope, &mut index);
     }
+    add_rank_zero_classes(scopes, &mut index);
     index
+}
+
+/// `if len(sys.argv) == 4: ...; horovod.run(main, np=...)`: the launching
+/// process runs this block and never calls `hvd.init()` itself.
+fn collect_launcher_blocks(scope: &Scope, index: &mut SemanticIndex) {
+    for statement in &scope.facts.statements {
+        let Stmt::If(node) = statement else {
+            continue;
+        };
+        let launches = node.body.iter().any(|inner| {
+            calls_in_statement(inner).iter().any(|call| {
+                scope.bindings.resolve_raw(&call.func).is_some_and(|name| {
+                    matches!(name.as_str(), "horovod.run" | "horovod.runner.run")
+                })
+            })
+        });
+        if launches {
+            index.launcher_blocks.push(span(*statement));
+        }
+    }
+}
+
+/// A class made only under a rank-0 test (a timing callback added on rank 0)
+/// runs its methods on rank 0 only.
+fn add_rank_zero_classes(scopes: &[Scope], index: &mut SemanticIndex) {
+    let Some(top_level) = scopes.first() else {
+        return;
+    };
+    for statement in &top_level.facts.statements {
+        let Stmt::ClassDef(class) = statement else {
+            continue;
+        };
+        let mut made = scopes.iter().flat_map(|scope| &scope.facts.calls).filter(|site| {
+            matches!(site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == class.name.as_str())
+        });
+        let mut any = false;
+        let only_on_rank_zero = made.all(|site| {
+            any = true;
+            index.is_under_rank_zero(&span(site.statement))
+        });
+        if any && only_on_rank_zero {
+            index.rank_zero_blocks.push(vec![span(*statement)]);
+        }
+    }
 }
 
 fn collect<'a>(
@@ -374,8 +443,32 @@ fn is_horovod(bindings: &super::bindings::Bindings, expr: &Expr) -> bool {
         .is_some_and(|name| library::is_horovod(&name))
 }
 
-/// `hvd.rank() == 0` (or `local_rank`), either way round.
+/// `hvd.rank() != 0` (or `local_rank`).
+fn is_rank_nonzero_test(bindings: &super::bindings::Bindings, test: &Expr) -> bool {
+    let Expr::Compare(compare) = test else {
+        return false;
+    };
+    if !matches!(compare.ops.as_slice(), [CmpOp::NotEq]) {
+        return false;
+    }
+    let equal = Expr::Compare(ast::ExprCompare {
+        ops: vec![CmpOp::Eq],
+        ..compare.clone()
+    });
+    is_rank_zero_test(bindings, &equal)
+}
+
+/// `hvd.rank() == 0` (or `local_rank`), either way round, alone or as one
+/// of the conditions of an `and` (`batch % 10 == 0 and hvd.rank() == 0`).
 pub fn is_rank_zero_test(bindings: &super::bindings::Bindings, test: &Expr) -> bool {
+    if let Expr::BoolOp(all) = test
+        && all.op == ast::BoolOp::And
+    {
+        return all
+            .values
+            .iter()
+            .any(|value| is_rank_zero_test(bindings, value));
+    }
     let Expr::Compare(compare) = test else {
         return false;
     };

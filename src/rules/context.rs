@@ -9,6 +9,7 @@ use rustpython_parser::ast::{self, Expr, Operator, Stmt, UnaryOp};
 use super::RuleOptions;
 use super::patterns::Pattern;
 use super::stylist::Stylist;
+use crate::analysis::index::AbstractValue;
 use crate::analysis::library::{self, LibraryClass};
 use crate::analysis::training::{Analysis, ModuleAnalysis, Scope, TrainingPattern, callee_name};
 use crate::analysis::walk::{for_each_statement, walk_expression};
@@ -148,6 +149,57 @@ impl<'a> RewriteContext<'a> {
         found
     }
 
+    /// What a name holds where `expr` is (its innermost scope, else the module
+    /// level), by the last assignment before it; `None` for other expressions.
+    pub fn value_kind_of(&self, expr: &Expr) -> Option<AbstractValue> {
+        let Expr::Name(name) = expr else {
+            return None;
+        };
+        let offset = span(expr).start;
+        let innermost = &self.module.scopes[self.module.scope_at(offset)];
+        [innermost, &self.module.scopes[0]]
+            .into_iter()
+            .find_map(|scope| {
+                scope
+                    .facts
+                    .assignments
+                    .iter()
+                    .filter(|assignment| {
+                        assignment.name == name.id.as_str()
+                            && span(assignment.statement).start < offset
+                    })
+                    .last()
+            })
+            .map(|assignment| assignment.value_kind)
+    }
+
+    /// Whether an expression already involves the number of workers
+    /// (`hvd.size()`, `hvd.local_size()`, or a name holding a value scaled by
+    /// them, `lr_scaler = hvd.local_size()`): it is not scaled or divided again.
+    pub fn uses_worker_count(&self, expr: &Expr) -> bool {
+        if self.calls_horovod(expr, "size") || self.calls_horovod(expr, "local_size") {
+            return true;
+        }
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            found |= self.value_kind_of(inner) == Some(AbstractValue::ScaledByWorkers);
+        });
+        found
+    }
+
+    /// Whether an expression is already different per rank (`hvd.rank()` in
+    /// it, or a name holding `x if hvd.rank() == 0 else y`).
+    pub fn is_rank_dependent(&self, expr: &Expr) -> bool {
+        self.calls_horovod(expr, "rank")
+            || self.calls_horovod(expr, "local_rank")
+            || self.value_kind_of(expr) == Some(AbstractValue::RankDependent)
+    }
+
+    /// Whether a name holds something Horovod made (a hook, a callback).
+    pub fn holds_horovod_object(&self, expr: &Expr) -> bool {
+        self.value_kind_of(expr) == Some(AbstractValue::Horovod)
+    }
+
     /// Whether a statement already sits under `if hvd.rank() == 0:`.
     pub fn is_guarded(&self, target: &Stmt) -> bool {
         self.module.index.is_under_rank_zero(&span(target))
@@ -168,6 +220,11 @@ impl<'a> RewriteContext<'a> {
 
     /// Whether a statement-level test is `hvd.rank() == 0` (or `local_rank`).
     pub fn is_rank_zero_test(&self, test: &Expr) -> bool {
+        if let Expr::BoolOp(all) = test
+            && all.op == ast::BoolOp::And
+        {
+            return all.values.iter().any(|value| self.is_rank_zero_test(value));
+        }
         let Expr::Compare(compare) = test else {
             return false;
         };

@@ -71,7 +71,11 @@ impl Importer {
         candidates: &[&str],
         names: &mut Names,
     ) -> String {
-        if let Some(name) = bindings.name_for(module) {
+        let equivalents = std::iter::once(module).chain(equivalent_modules(module).iter().copied());
+        if let Some(name) = equivalents
+            .into_iter()
+            .find_map(|module| bindings.name_for(module))
+        {
             return name.to_string();
         }
         let name = names.fresh(candidates);
@@ -157,6 +161,16 @@ impl Importer {
                 stylist.indented_lines("", &lines),
             ),
         })
+    }
+}
+
+/// Modules that offer the same Horovod API: standalone Keras 2's
+/// `horovod.keras` is the `horovod.tensorflow.keras` of tf.keras code.
+fn equivalent_modules(module: &str) -> &'static [&'static str] {
+    match module {
+        "horovod.tensorflow.keras" => &["horovod.keras"],
+        "horovod.keras" => &["horovod.tensorflow.keras"],
+        _ => &[],
     }
 }
 

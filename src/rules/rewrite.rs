@@ -161,18 +161,18 @@ impl<'a> ModuleRewrite<'a> {
         self.sink.edits.extend(added.edits);
     }
 
-    /// Replaces an expression with its scaled form, unless it already uses `hvd.size()`.
+    /// Replaces an expression with its scaled form, unless it already involves the worker count.
     pub fn scale_expression(&mut self, expr: &Expr) {
-        if self.calls_horovod(expr, "size") {
+        if self.uses_worker_count(expr) {
             return;
         }
         let replacement = self.scaled(expr);
         self.sink.edit(Edit::replacement(span(expr), replacement));
     }
 
-    /// Replaces a step count with its divided form, unless it already uses `hvd.size()`.
+    /// Replaces a step count with its divided form, unless it already involves the worker count.
     pub fn divide_expression(&mut self, expr: &Expr) {
-        if self.calls_horovod(expr, "size") {
+        if self.uses_worker_count(expr) {
             return;
         }
         let replacement = self.divided(expr);

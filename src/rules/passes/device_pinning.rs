@@ -55,6 +55,12 @@ fn remove_in(rewrite: &mut ModuleRewrite, scope: &Scope, body: &[Stmt]) {
             rewrite.diagnose(
                 Diagnostic::new(DEVICE_PINNING_REMOVED, range, message).with_fix(vec![removal]),
             );
+        } else if let Stmt::If(node) = stmt
+            && !tests_for_gpus(rewrite, &node.test)
+        {
+            // `if args.no_cuda: os.environ["CUDA_VISIBLE_DEVICES"] = "-1"`:
+            // the user's own choice, not single-GPU pinning.
+            continue;
         } else if !is_scope(stmt) {
             for nested in nested_bodies(stmt) {
                 remove_in(rewrite, scope, nested);
@@ -63,13 +69,28 @@ fn remove_in(rewrite: &mut ModuleRewrite, scope: &Scope, body: &[Stmt]) {
     }
 }
 
+/// Whether an `if` asks about GPUs (`if gpus:`, `if len(gpus) > 1:`,
+/// `if tf.config.list_physical_devices("GPU"):`): pinning under it is the
+/// single-GPU setup Horovod replaces.
+fn tests_for_gpus(rewrite: &ModuleRewrite, test: &Expr) -> bool {
+    let text = rewrite.expression_text(test).to_lowercase();
+    text.contains("gpu") || text.contains("cuda") || text.contains("physical_devices")
+}
+
+/// `CUDA_VISIBLE_DEVICES` set to `""` or `"-1"` hides every GPU: a CPU run
+/// the user chose, which Horovod's pinning must not undo.
+fn hides_all_gpus(value: &Expr) -> bool {
+    is_string(value, "") || is_string(value, "-1")
+}
+
 fn is_device_pinning(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt) -> bool {
     match stmt {
         Stmt::Assign(assign) => assign.targets.iter().any(|target| {
             if let Expr::Subscript(subscript) = target
                 && scope.bindings.resolve_raw(&subscript.value).as_deref() == Some("os.environ")
             {
-                return is_string(&subscript.slice, "CUDA_VISIBLE_DEVICES");
+                return is_string(&subscript.slice, "CUDA_VISIBLE_DEVICES")
+                    && !hides_all_gpus(&assign.value);
             }
             false
         }),

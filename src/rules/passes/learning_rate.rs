@@ -53,7 +53,9 @@ pub struct LearningRateState {
 
 /// Scales every optimizer and schedule construction the patterns left alone.
 pub fn run(rewrite: &mut ModuleRewrite) {
-    if rewrite.learning_rates.work_not_split {
+    // A module that already uses Horovod chose its rates (Horovod's own
+    // benchmarks keep theirs); one whose work is not split must keep them.
+    if rewrite.learning_rates.work_not_split || rewrite.had_horovod {
         return;
     }
     let module = rewrite.module;
@@ -120,7 +122,7 @@ pub fn scale_call_learning_rate(
             Expr::Name(name) => schedule_names.contains(name.id.as_str()),
             _ => false,
         };
-        if value_is_schedule || rewrite.calls_horovod(value, "size") {
+        if value_is_schedule || rewrite.uses_worker_count(value) {
             return false;
         }
         if is_schedule && argument.keyword == "values" {

@@ -48,6 +48,10 @@ pub enum WorkSplit {
 /// A loop whose iterations all train on the same full batch is not divided:
 /// every worker would compute the same gradient.
 pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
+    if rewrite.had_horovod {
+        // Code that already uses Horovod split its work as it chose.
+        return WorkSplit::AlreadySplit;
+    }
     let split = split_loop(rewrite, loop_statement);
     if split == WorkSplit::NotSplit {
         rewrite.learning_rates.work_not_split = true;
@@ -95,6 +99,9 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
 /// second run decides the same as the first): a full-batch `range` loop, or
 /// a loop over something neither bounded nor shardable.
 pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool {
+    if rewrite.had_horovod {
+        return false;
+    }
     if !step_limits(loop_statement).is_empty() {
         return false;
     }
@@ -155,7 +162,7 @@ fn divide_range(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, range: &ast:
         divide_bound(rewrite, loop_statement, stop);
         return;
     };
-    if rewrite.calls_horovod(stop, "size") {
+    if rewrite.uses_worker_count(stop) {
         return;
     }
     // `range(1, n + 1)`: divide `n`.
@@ -180,7 +187,7 @@ fn divide_range(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, range: &ast:
 /// by the same bound (`avg_cost += c / total_batch`), so that printed means
 /// stay means.
 fn divide_bound(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, bound: &Expr) {
-    if rewrite.calls_horovod(bound, "size") {
+    if rewrite.uses_worker_count(bound) {
         return;
     }
     rewrite.divide_expression(bound);

@@ -204,6 +204,12 @@ fn must_run_on_rank_zero(
     stmt: &Stmt,
     checkpoints: &HashSet<String>,
 ) -> bool {
+    let index = &rewrite.module.index;
+    if rewrite.is_guarded(stmt) || index.is_in_launcher(&span(stmt)) {
+        // Guarded already, or run by the launching process before any
+        // `hvd.init()`, where asking for the rank raises.
+        return false;
+    }
     // Saves return a path, so `path = manager.save()` counts too.
     let (call, assigned) = match stmt {
         Stmt::Expr(expression) => (expression.value.as_ref(), false),
@@ -220,18 +226,25 @@ fn must_run_on_rank_zero(
         && name.id.as_str() == "print"
         && !scope.bindings.is_bound("print")
     {
-        return print_without_side_effects(rewrite, call);
+        return guards_prints(rewrite) && print_without_side_effects(rewrite, call);
     }
     if let Some(callee) = scope.bindings.resolve(&call.func) {
+        let callee = library::canonical_name(&callee);
         if callee == "tensorflow.print" {
-            return print_without_side_effects(rewrite, call);
+            return guards_prints(rewrite) && print_without_side_effects(rewrite, call);
         }
         if let Some(function) = callee.strip_prefix("tensorflow.summary.") {
-            return matches!(
-                function,
-                "scalar" | "histogram" | "image" | "text" | "audio" | "write"
-            );
+            // In graph mode these build ops, which every rank must have
+            // (`merge_all()` would be None elsewhere); in eager mode they write.
+            return !is_graph_mode(rewrite)
+                && matches!(
+                    function,
+                    "scalar" | "histogram" | "image" | "text" | "audio" | "write"
+                );
         }
+    }
+    if writes_through_file_writer(rewrite, call) {
+        return true;
     }
     if is_checkpoint_save(rewrite, scope, call, checkpoints) {
         return true;
@@ -251,6 +264,57 @@ fn must_run_on_rank_zero(
             .iter()
             .any(|(index, name, _)| *index == scope_index && name == receiver);
     is_model && matches!(method, "summary" | "save" | "save_weights")
+}
+
+/// Prints go to rank 0 unless the module already uses Horovod and prints on
+/// every rank by choice, as Horovod's own examples do: then a new print is
+/// guarded only where the module guards most of its prints already.
+fn guards_prints(rewrite: &ModuleRewrite) -> bool {
+    if !rewrite.had_horovod {
+        return true;
+    }
+    let index = &rewrite.module.index;
+    let (mut guarded, mut unguarded) = (0usize, 0usize);
+    for scope in &rewrite.module.scopes {
+        for site in &scope.facts.calls {
+            if index.is_in_launcher(&span(site.statement)) {
+                continue;
+            }
+            if matches!(site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "print") {
+                if index.is_under_rank_zero(&span(site.statement)) {
+                    guarded += 1;
+                } else {
+                    unguarded += 1;
+                }
+            }
+        }
+    }
+    guarded > 0 && guarded >= unguarded
+}
+
+/// TF1 graph mode: summaries are ops that a `FileWriter` writes.
+fn is_graph_mode(rewrite: &ModuleRewrite) -> bool {
+    use crate::analysis::training::TrainingPattern;
+    matches!(
+        rewrite.pattern,
+        TrainingPattern::Session | TrainingPattern::MonitoredSession | TrainingPattern::Estimator
+    )
+}
+
+/// `writer.add_summary(...)`, `add_graph`, `add_run_metadata`, and `flush` /
+/// `close` of a TF1 `FileWriter`: the writes rank 0 owns.
+fn writes_through_file_writer(rewrite: &ModuleRewrite, call: &ast::ExprCall) -> bool {
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return false;
+    };
+    match attribute.attr.as_str() {
+        "add_summary" | "add_graph" | "add_run_metadata" | "add_session_log" => true,
+        "flush" | "close" | "reopen" => {
+            is_graph_mode(rewrite)
+                && rewrite.value_kind_of(&attribute.value) == Some(AbstractValue::FileWriter)
+        }
+        _ => false,
+    }
 }
 
 /// `ckpt.save(...)`, `manager.save()`, `saver.save(...)`, and the chained
@@ -343,9 +407,19 @@ fn guard_summary_writer(rewrite: &mut ModuleRewrite, scope: &Scope, assign: &ast
     let Expr::Call(call) = assign.value.as_ref() else {
         return;
     };
-    if scope.bindings.resolve(&call.func).as_deref()
-        != Some("tensorflow.summary.create_file_writer")
-    {
+    let callee = scope
+        .bindings
+        .resolve(&call.func)
+        .map(|callee| library::canonical_name(&callee));
+    if callee.as_deref() == Some("tensorflow.summary.FileWriter") {
+        // A TF1 writer writes its event file when made: rank 0's only; the
+        // other ranks get None, and every write through it is guarded.
+        let value = rewrite.expression_text(&assign.value);
+        let replacement = format!("{value} if {} else None", rewrite.rank_zero_test());
+        rewrite.edit(Edit::replacement(span(assign.value.as_ref()), replacement));
+        return;
+    }
+    if callee.as_deref() != Some("tensorflow.summary.create_file_writer") {
         return;
     }
     let value = rewrite.expression_text(&assign.value);

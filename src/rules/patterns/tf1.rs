@@ -271,6 +271,12 @@ pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
     match keyword(call, "hooks").map(|keyword| &keyword.value) {
         None => rewrite.add_keyword(call, "hooks", &format!("[{hook}]")),
         Some(value) if rewrite.calls_horovod_attribute(value, "BroadcastGlobalVariablesHook") => {}
+        // A Horovod hook held in a name (`bcast_hook = hvd.BroadcastGlobalVariablesHook(0)`).
+        Some(Expr::List(list))
+            if list
+                .elts
+                .iter()
+                .any(|hook| rewrite.holds_horovod_object(hook)) => {}
         Some(Expr::List(list)) => match list.elts.last() {
             Some(last) => rewrite
                 .sink
@@ -310,7 +316,7 @@ pub fn rank_zero_directory(rewrite: &mut ModuleRewrite, call: &ast::ExprCall, ke
             value: ast::Constant::None,
             ..
         })
-    ) || rewrite.calls_horovod(value, "rank")
+    ) || rewrite.is_rank_dependent(value)
     {
         return;
     }

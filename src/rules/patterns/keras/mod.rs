@@ -249,7 +249,7 @@ pub(super) fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCal
         Some(verbose) => {
             // Already per rank, or silent everywhere (`verbose=0`).
             let silent = matches!(&verbose.value, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(value), .. }) if value.to_string() == "0");
-            if silent || rewrite.calls_horovod(&verbose.value, "rank") {
+            if silent || rewrite.is_rank_dependent(&verbose.value) {
                 return;
             }
             let value = &verbose.value;
@@ -274,6 +274,10 @@ pub(super) fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCal
 }
 
 fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
+    if rewrite.had_horovod {
+        // Code that already uses Horovod split its work as it chose.
+        return;
+    }
     let mut divided = false;
     for name in ["steps_per_epoch", "validation_steps"] {
         if let Some(steps) = keyword(fit, name)
