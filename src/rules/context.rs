@@ -160,15 +160,9 @@ impl<'a> RewriteContext<'a> {
         [innermost, &self.module.scopes[0]]
             .into_iter()
             .find_map(|scope| {
-                scope
-                    .facts
-                    .assignments
-                    .iter()
-                    .filter(|assignment| {
-                        assignment.name == name.id.as_str()
-                            && span(assignment.statement).start < offset
-                    })
-                    .last()
+                scope.facts.assignments.iter().rev().find(|assignment| {
+                    assignment.name == name.id.as_str() && span(assignment.statement).start < offset
+                })
             })
             .map(|assignment| assignment.value_kind)
     }
