@@ -96,6 +96,8 @@ e2e_cases!(
     tape_raw_variables_enumerate_take,
     tape_epoch_function_dataset,
     keras_arrays_seeded_epochs,
+    tf1_summaries_file_writer,
+    tf1_manual_gradients,
 );
 
 #[test]

@@ -14,9 +14,10 @@ pub mod registry;
 pub mod rewrite;
 pub mod stylist;
 
-use crate::analysis::library;
 use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern, TrainingSite};
+use crate::analysis::{library, training};
 use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::python;
 use crate::python::edit::Edit;
 use rewrite::ModuleRewrite;
 
@@ -41,11 +42,19 @@ pub const BROADCAST_PLACEMENT: Code = Code::new(
     "Where the one-time broadcast of the initial variables was placed, and why.",
 );
 
+pub const DEVICE_TOWERS: Code = Code::new(
+    "DST118",
+    "device-towers",
+    Severity::Error,
+    "The module builds one tower per GPU itself (`tf.device('/gpu:%d' % i)` in a loop); it is not rewritten, since Horovod runs one process per GPU.",
+);
+
 /// Codes raised here, for every pattern.
 pub const CODES: &[Code] = &[
     MIXED_TRAINING_LOOPS,
     ALREADY_USES_HOROVOD,
     BROADCAST_PLACEMENT,
+    DEVICE_TOWERS,
 ];
 
 /// How a module trains, as far as the rewrite is concerned.
@@ -90,8 +99,51 @@ pub fn rewrite_module<'a>(
     let patterns = module.patterns();
     match patterns.as_slice() {
         [] => None,
-        [pattern] => Some(rewrite_one_pattern(analysis, module, *pattern, options)),
+        [pattern] => Some(match device_tower(analysis, module) {
+            Some(tower) => refuse_towers(module, *pattern, tower),
+            None => rewrite_one_pattern(analysis, module, *pattern, options),
+        }),
         _ => Some(refuse_mixed_module(module)),
+    }
+}
+
+/// `with tf.device('/gpu:%d' % i):` inside a loop: one tower per GPU, built
+/// by hand. Its range, if the module has one.
+fn device_tower(analysis: &Analysis, module: &ModuleAnalysis) -> Option<std::ops::Range<usize>> {
+    let text = &module.module.source.text;
+    module.scopes.iter().find_map(|scope| {
+        scope.facts.calls.iter().find_map(|site| {
+            let callee =
+                training::callee_name(analysis.package, module.module, scope, &site.call.func)?;
+            let device = site.call.args.first()?;
+            let per_gpu = text[python::parse::span(device)]
+                .to_lowercase()
+                .contains("gpu")
+                && !matches!(device, rustpython_parser::ast::Expr::Constant(_));
+            (library::canonical_name(&callee) == "tensorflow.device"
+                && per_gpu
+                && !site.enclosing_loops.is_empty())
+            .then(|| python::parse::span(site.call))
+        })
+    })
+}
+
+fn refuse_towers(
+    module: &ModuleAnalysis,
+    pattern: TrainingPattern,
+    tower: std::ops::Range<usize>,
+) -> ModuleRewriteResult {
+    let line = module.module.source.location(tower.start).line;
+    let diagnostic = Diagnostic::new(
+        DEVICE_TOWERS,
+        tower,
+        format!("this module places one tower per GPU itself (line {line}); Horovod runs one process per GPU instead, so the module was not rewritten"),
+    )
+    .with_suggestion("build the model once, without `tf.device` per GPU and without averaging the towers' gradients, then run the tool again: each Horovod process gets one GPU");
+    ModuleRewriteResult {
+        classification: Classification::Pattern(pattern),
+        edits: Vec::new(),
+        diagnostics: vec![diagnostic],
     }
 }
 

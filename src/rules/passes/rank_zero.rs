@@ -56,6 +56,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
         checkpoints.extend(top_level_checkpoints.iter().cloned());
         guard_block(rewrite, index, scope, scope.body, &checkpoints);
     }
+    make_directory_creation_race_free(rewrite);
 }
 
 fn guard_block(
@@ -246,7 +247,9 @@ fn must_run_on_rank_zero(
     if writes_through_file_writer(rewrite, call) {
         return true;
     }
-    if is_checkpoint_save(rewrite, scope, call, checkpoints) {
+    if is_checkpoint_save(rewrite, scope, call, checkpoints)
+        || writes_shared_files(rewrite, scope, call)
+    {
         return true;
     }
     let Expr::Attribute(attribute) = call.func.as_ref() else {
@@ -290,6 +293,70 @@ fn guards_prints(rewrite: &ModuleRewrite) -> bool {
         }
     }
     guarded > 0 && guarded >= unguarded
+}
+
+/// `os.makedirs(d)` run by every worker: all but the first would find the
+/// directory there and fail, so it gets `exist_ok=True`.
+fn make_directory_creation_race_free(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    for scope in &module.scopes {
+        for site in &scope.facts.calls {
+            let is_makedirs = rewrite
+                .callee(scope, &site.call.func)
+                .is_some_and(|callee| callee == "os.makedirs");
+            let guarded = module.index.is_under_rank_zero(&span(site.statement));
+            let given = site.call.keywords.iter().any(|keyword| {
+                keyword
+                    .arg
+                    .as_ref()
+                    .is_none_or(|name| name.as_str() == "exist_ok")
+            });
+            if is_makedirs && !guarded && !given && site.call.args.len() < 3 {
+                rewrite.add_keyword(site.call, "exist_ok", "True");
+            }
+        }
+    }
+}
+
+/// Library calls that write (or delete) files every worker shares: one
+/// worker must own them.
+const SHARED_FILE_WRITES: &[&str] = &[
+    "tensorflow.saved_model.save",
+    "tensorflow.keras.models.save_model",
+    "tensorflow.io.write_file",
+    "tensorflow.io.gfile.rmtree",
+    "tensorflow.gfile.DeleteRecursively",
+    "numpy.save",
+    "numpy.savez",
+    "numpy.savez_compressed",
+    "numpy.savetxt",
+    "matplotlib.pyplot.savefig",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "os.remove",
+    "os.unlink",
+];
+
+/// `np.save(...)`, `plt.savefig(...)`, `shutil.rmtree(...)`, a figure's
+/// `savefig`, an image's `save(path)` made from an array: writes to shared
+/// storage.
+fn writes_shared_files(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    if let Some(callee) = rewrite.callee(scope, &call.func) {
+        let callee = library::canonical_name(&callee);
+        if SHARED_FILE_WRITES.contains(&callee.as_str()) {
+            return true;
+        }
+    }
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return false;
+    };
+    match attribute.attr.as_str() {
+        "savefig" => true,
+        // `Image.fromarray(array).save(path)`: PIL writes the image.
+        "save" => matches!(attribute.value.as_ref(), Expr::Call(maker)
+            if matches!(maker.func.as_ref(), Expr::Attribute(inner) if inner.attr.as_str() == "fromarray")),
+        _ => false,
+    }
 }
 
 /// TF1 graph mode: summaries are ops that a `FileWriter` writes.

@@ -90,16 +90,41 @@ fn compat_v1_name(rewrite: &ModuleRewrite) -> String {
 pub fn wrap_optimizers(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     for scope in &module.scopes {
-        let mut statements = Vec::new();
-        for_each_statement(scope.body, false, &mut |stmt| {
-            if !is_scope(stmt) {
-                statements.push(stmt);
-            }
-        });
-        for stmt in statements {
+        for stmt in scope.facts.statements.iter().filter(|stmt| !is_scope(stmt)) {
             wrap_in_statement(rewrite, scope, stmt);
+            allreduce_manual_gradients(rewrite, scope, stmt);
         }
     }
+}
+
+/// `grads = tf.gradients(loss, variables)` then `apply_gradients(zip(grads,
+/// ...))`: the wrapped optimizer averages only what its own
+/// `compute_gradients` makes, so these are averaged where they are made.
+fn allreduce_manual_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
+    let Stmt::Assign(assign) = stmt else {
+        return;
+    };
+    let [Expr::Name(target)] = assign.targets.as_slice() else {
+        return;
+    };
+    let Expr::Call(call) = assign.value.as_ref() else {
+        return;
+    };
+    let makes_gradients = canonical_callee(rewrite, scope, call)
+        .is_some_and(|callee| library::canonical_name(&callee) == "tensorflow.gradients");
+    let name = target.id.as_str();
+    if !makes_gradients
+        || !rewrite.text.contains("apply_gradients(")
+        || rewrite.is_assigned_from_horovod(scope.body, name, "allreduce")
+        || !rewrite.owns_its_lines(&span(stmt))
+    {
+        return;
+    }
+    let line = format!(
+        "{name} = [{}.allreduce(gradient) if gradient is not None else None for gradient in {name}]",
+        rewrite.hvd
+    );
+    rewrite.insert_after_statement(&span(stmt), &[line]);
 }
 
 fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
