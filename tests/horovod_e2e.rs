@@ -98,6 +98,8 @@ e2e_cases!(
     keras_arrays_seeded_epochs,
     tf1_summaries_file_writer,
     tf1_manual_gradients,
+    keras_transformer_schedule,
+    keras2_standalone_fit_generator,
 );
 
 #[test]

@@ -166,7 +166,13 @@ pub fn resolve_values(package: &Package, module: &Module, scope: &mut Scope) {
             assignment.callee = callee_name(package, module, scope, &call.func);
         }
         let callee = assignment.callee.as_deref();
-        let kind = abstract_value(scope, assignment.value, callee, &known);
+        let kind = match callee {
+            // A schedule class of the package (`class CustomSchedule(LearningRateSchedule)`).
+            Some(callee) if package.is_subclass(callee, library::KERAS_SCHEDULE) => {
+                AbstractValue::Schedule
+            }
+            _ => abstract_value(scope, assignment.value, callee, &known),
+        };
         assignment.value_kind = kind;
         known.insert(assignment.name.clone(), kind);
     }

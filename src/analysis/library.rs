@@ -255,6 +255,12 @@ pub fn returns_model(canonical: &str) -> bool {
             .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
+/// Keras methods that train a compiled model: `fit`, and Keras 2's
+/// `fit_generator` (tf.keras up to 2.15).
+pub fn is_keras_fit_method(name: &str) -> bool {
+    matches!(name, "fit" | "fit_generator")
+}
+
 pub fn is_gradient_tape(canonical: &str) -> bool {
     canonical == "tensorflow.GradientTape" || canonical == "tensorflow.autodiff.GradientTape"
 }

@@ -3,6 +3,7 @@
 
 pub mod bindings;
 pub mod index;
+pub mod keras_version;
 pub mod library;
 pub mod package;
 pub mod training;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use rustpython_parser::ast::{Expr, Stmt};
 
 use crate::analysis::bindings::BindingKind;
+use crate::analysis::keras_version::{self, KerasGeneration};
 use crate::analysis::library::{self, LibraryClass};
 use crate::analysis::training::Scope;
 use crate::analysis::walk::{
@@ -85,6 +86,13 @@ pub const KERAS_3: Code = Code::new(
     "Keras 3 is used; Horovod needs tf.keras 2 (`tf_keras`, `TF_USE_LEGACY_KERAS=1`).",
 );
 
+pub const KERAS_2: Code = Code::new(
+    "DST120",
+    "keras-2",
+    Severity::Info,
+    "Standalone `keras` is Keras 2 here (pinned, or only Keras 2 has the APIs used): Horovod's `horovod.keras` is used.",
+);
+
 pub const MODEL_ASSUMED: Code = Code::new(
     "DST110",
     "model-assumed",
@@ -103,8 +111,26 @@ pub const CODES: &[Code] = &[
     FUNCTION_PASSED_AS_VALUE,
     TRAINING_LOOP_DEFINED_CONDITIONALLY,
     KERAS_3,
+    KERAS_2,
     MODEL_ASSUMED,
 ];
+
+/// Standalone `keras`: Keras 2 (rewritten with `horovod.keras`) or Keras 3
+/// (which Horovod cannot drive), saying how the tool decided.
+fn report_keras_generation(rewrite: &mut ModuleRewrite, at: std::ops::Range<usize>) {
+    let pin = rewrite.analysis.keras_pin.as_ref();
+    match keras_version::generation_of(pin, rewrite.text) {
+        KerasGeneration::Two { reason } => rewrite.diagnose(Diagnostic::new(
+            KERAS_2,
+            at,
+            format!("standalone `keras` is Keras 2 here ({reason}): its Horovod integration, `horovod.keras`, is used"),
+        )),
+        KerasGeneration::Three { reason } => rewrite.diagnose(
+            Diagnostic::new(KERAS_3, at, format!("standalone `keras` is taken for Keras 3 ({reason}); Horovod's Keras integration needs Keras 2"))
+                .with_suggestion("pin `keras<3` (or a TensorFlow before 2.16) in requirements.txt, or install `tf_keras`, import it instead of `keras`, and set TF_USE_LEGACY_KERAS=1"),
+        ),
+    }
+}
 
 pub fn check(rewrite: &mut ModuleRewrite) {
     imports_at_top(rewrite);
@@ -195,10 +221,7 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
             ),
             BindingKind::Import if library::is_standalone_keras(&binding.qualified) && !keras_3_reported => {
                 keras_3_reported = true;
-                rewrite.diagnose(
-                    Diagnostic::new(KERAS_3, binding.statement.clone(), "standalone `keras` is Keras 3 on TensorFlow >= 2.16; Horovod's Keras integration needs tf.keras 2")
-                        .with_suggestion("install `tf_keras`, import it instead of `keras`, and set TF_USE_LEGACY_KERAS=1"),
-                )
+                report_keras_generation(rewrite, binding.statement.clone());
             }
             _ => {}
         }

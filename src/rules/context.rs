@@ -9,7 +9,7 @@ use rustpython_parser::ast::{self, Expr, Operator, Stmt, UnaryOp};
 use super::RuleOptions;
 use super::patterns::Pattern;
 use super::stylist::Stylist;
-use crate::analysis::index::AbstractValue;
+use crate::analysis::index::{AbstractValue, Assignment};
 use crate::analysis::library::{self, LibraryClass};
 use crate::analysis::training::{Analysis, ModuleAnalysis, Scope, TrainingPattern, callee_name};
 use crate::analysis::walk::{for_each_statement, walk_expression};
@@ -152,6 +152,12 @@ impl<'a> RewriteContext<'a> {
     /// What a name holds where `expr` is (its innermost scope, else the module
     /// level), by the last assignment before it; `None` for other expressions.
     pub fn value_kind_of(&self, expr: &Expr) -> Option<AbstractValue> {
+        self.assignment_of(expr)
+            .map(|assignment| assignment.value_kind)
+    }
+
+    /// The assignment that gave a name the value it has where `expr` is.
+    pub fn assignment_of(&self, expr: &Expr) -> Option<&'a Assignment<'a>> {
         let Expr::Name(name) = expr else {
             return None;
         };
@@ -164,7 +170,6 @@ impl<'a> RewriteContext<'a> {
                     assignment.name == name.id.as_str() && span(assignment.statement).start < offset
                 })
             })
-            .map(|assignment| assignment.value_kind)
     }
 
     /// Whether an expression already involves the number of workers

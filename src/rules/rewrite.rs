@@ -78,7 +78,7 @@ impl<'a> ModuleRewrite<'a> {
         let had_horovod = bindings
             .iter()
             .any(|(_, binding)| library::is_horovod(&binding.qualified));
-        let wanted = plugin.horovod_module_for(module, text);
+        let wanted = plugin.horovod_module_for(analysis, module);
         let hvd = importer.bind(bindings, wanted, &["hvd", "horovod_", "hvd_"], &mut names);
         let horovod_tensorflow = if wanted == "horovod.tensorflow" {
             Some(hvd.clone())

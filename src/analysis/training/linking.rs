@@ -277,7 +277,7 @@ fn delegated_fit_candidates(modules: &[ModuleAnalysis]) -> Vec<DelegatedFit> {
 /// `parameter.fit(..., epochs=...)`: the parameter's position and name.
 fn fit_on_parameter(scope: &Scope, call: &ast::ExprCall) -> Option<(usize, String)> {
     if let Expr::Attribute(attribute) = call.func.as_ref()
-        && attribute.attr.as_str() == "fit"
+        && crate::analysis::library::is_keras_fit_method(attribute.attr.as_str())
         && let Expr::Name(receiver) = attribute.value.as_ref()
         && let Some(position) = scope
             .parameters

@@ -160,6 +160,8 @@ pub struct Analysis<'a> {
     pub modules: Vec<ModuleAnalysis<'a>>,
     /// Keyed by qualified function name.
     pub functions: HashMap<String, FunctionSummary>,
+    /// The Keras generation the project's requirement files pin, if any.
+    pub keras_pin: Option<super::keras_version::KerasGeneration>,
 }
 
 impl<'a> Analysis<'a> {
@@ -190,6 +192,7 @@ impl<'a> Analysis<'a> {
             package,
             modules,
             functions,
+            keras_pin: super::keras_version::pinned_generation(&package.root),
         }
     }
 }

@@ -196,7 +196,7 @@ fn fit_receiver(module: &ModuleFacts, scope: &ScopeFacts, call: &ast::ExprCall) 
     let Expr::Attribute(attribute) = call.func.as_ref() else {
         return FitReceiver::NotAModel;
     };
-    if attribute.attr.as_str() != "fit" {
+    if !library::is_keras_fit_method(attribute.attr.as_str()) {
         return FitReceiver::NotAModel;
     }
     let is_model = match attribute.value.as_ref() {

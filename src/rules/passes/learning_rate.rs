@@ -14,7 +14,7 @@ use std::ops::Range;
 use rustpython_parser::ast::{self, Expr};
 
 use crate::analysis::index::AbstractValue;
-use crate::analysis::library::{LearningRateArgument, LibraryClass};
+use crate::analysis::library::{self, LearningRateArgument, LibraryClass};
 use crate::analysis::training::Scope;
 use crate::analysis::walk::is_scope;
 use crate::diagnostics::{Code, Diagnostic, Severity};
@@ -36,13 +36,26 @@ pub const OPTIMIZER_NOT_FOUND: Code = Code::new(
     "The optimizer or its learning rate could not be found or resolved.",
 );
 
-pub const CODES: &[Code] = &[LEARNING_RATE_WITHOUT_WARMUP, OPTIMIZER_NOT_FOUND];
+pub const SCHEDULE_WRAPPED: Code = Code::new(
+    "DST119",
+    "schedule-wrapped",
+    Severity::Info,
+    "A learning-rate schedule class of the package cannot be multiplied: it is wrapped in a schedule that multiplies its value by the number of workers.",
+);
+
+pub const CODES: &[Code] = &[
+    LEARNING_RATE_WITHOUT_WARMUP,
+    OPTIMIZER_NOT_FOUND,
+    SCHEDULE_WRAPPED,
+];
 
 /// What the pass and the patterns that scale a call themselves share.
 #[derive(Debug, Default)]
 pub struct LearningRateState {
     /// Calls (by start offset) a pattern already rewrote as a whole.
     pub handled_calls: HashSet<usize>,
+    /// The name of the schedule wrapper class this module got, once made.
+    pub schedule_wrapper: Option<String>,
     /// The first optimizer or schedule whose rate was scaled: where DST102 points.
     pub first_scaled_call: Option<Range<usize>>,
     /// A training loop whose work could not be split among the workers: the
@@ -122,6 +135,9 @@ pub fn scale_call_learning_rate(
             Expr::Name(name) => schedule_names.contains(name.id.as_str()),
             _ => false,
         };
+        if !is_schedule && let Some(class) = package_schedule_class(rewrite, scope, value) {
+            return wrap_package_schedule(rewrite, scope, call, value, &class);
+        }
         if value_is_schedule || rewrite.uses_worker_count(value) {
             return false;
         }
@@ -222,4 +238,90 @@ pub fn learning_rate_value<'e>(
             .take(argument.position + 1)
             .any(|a| matches!(a, Expr::Starred(_)))
     })
+}
+
+/// The package class of a schedule given as a learning rate
+/// (`Adam(CustomSchedule(d_model))`, or a name assigned one): a
+/// `LearningRateSchedule` subclass that `* hvd.size()` would break.
+fn package_schedule_class(rewrite: &ModuleRewrite, scope: &Scope, value: &Expr) -> Option<String> {
+    let callee = match value {
+        Expr::Call(inner) => rewrite.callee(scope, &inner.func)?,
+        Expr::Name(_) => rewrite.assignment_of(value)?.callee.clone()?,
+        _ => return None,
+    };
+    let package = rewrite.analysis.package;
+    let is_library = matches!(
+        library::library_class(&callee),
+        Some(LibraryClass::Schedule(_))
+    );
+    (!is_library && package.is_subclass(&callee, library::KERAS_SCHEDULE)).then_some(callee)
+}
+
+/// Wraps a package schedule in a schedule that multiplies its value by the
+/// number of workers, defined once before the optimizer's statement.
+fn wrap_package_schedule(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+    value: &Expr,
+    class: &str,
+) -> bool {
+    let class_name = class.rsplit('.').next().unwrap_or(class);
+    let scales_itself = rewrite
+        .module
+        .module
+        .definition(class_name)
+        .is_some_and(|definition| {
+            rewrite.text[span(definition)].contains(&format!("{}.size()", rewrite.hvd))
+        });
+    let Some(site) = scope.facts.call_at(&span(call)) else {
+        return false;
+    };
+    if scales_itself {
+        return false;
+    }
+    let wrapper = match rewrite.learning_rates.schedule_wrapper.clone() {
+        Some(wrapper) => wrapper,
+        None => define_schedule_wrapper(rewrite, site.statement),
+    };
+    let value_text = rewrite.expression_text(value).to_string();
+    rewrite.edit(Edit::replacement(
+        span(value),
+        format!("{wrapper}({value_text})"),
+    ));
+    rewrite
+        .learning_rates
+        .first_scaled_call
+        .get_or_insert(span(call));
+    rewrite.diagnose(Diagnostic::new(
+        SCHEDULE_WRAPPED,
+        span(value),
+        format!("`{value_text}` is a schedule of this package, which `* hvd.size()` would break: it is wrapped in `{wrapper}`, which multiplies its value by the number of workers"),
+    ));
+    true
+}
+
+fn define_schedule_wrapper(rewrite: &mut ModuleRewrite, before: &ast::Stmt) -> String {
+    let wrapper = rewrite.fresh(&["ScaledLearningRate", "HorovodScaledLearningRate"]);
+    let (tf, hvd) = (rewrite.tf.clone(), rewrite.hvd.clone());
+    let unit = rewrite.stylist.indent_unit.clone();
+    let lines = [
+        format!("class {wrapper}({tf}.keras.optimizers.schedules.LearningRateSchedule):"),
+        format!("{unit}\"\"\"A schedule's rate times the number of Horovod workers.\"\"\""),
+        String::new(),
+        format!("{unit}def __init__(self, schedule):"),
+        format!("{unit}{unit}super().__init__()"),
+        format!("{unit}{unit}self.schedule = schedule"),
+        String::new(),
+        format!("{unit}def __call__(self, step):"),
+        format!("{unit}{unit}return self.schedule(step) * {hvd}.size()"),
+        String::new(),
+        format!("{unit}def get_config(self):"),
+        format!("{unit}{unit}return {{\"schedule\": self.schedule}}"),
+        String::new(),
+        String::new(),
+    ];
+    rewrite.insert_before_statement(&span(before), &lines);
+    rewrite.learning_rates.schedule_wrapper = Some(wrapper.clone());
+    wrapper
 }

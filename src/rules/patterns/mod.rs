@@ -17,7 +17,7 @@ use rustpython_parser::ast::{self, Expr};
 use super::context::RewriteContext;
 use super::importer::Names;
 use super::rewrite::ModuleRewrite;
-use crate::analysis::training::{ModuleAnalysis, TrainingPattern};
+use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern};
 use crate::diagnostics::Code;
 
 /// A training pattern's rewrite.
@@ -33,7 +33,7 @@ pub trait Pattern: Sync {
 
     /// The Horovod module for this module in particular (a plug-in may need
     /// another one for some modules); the pattern's by default.
-    fn horovod_module_for(&self, _module: &ModuleAnalysis, _text: &str) -> &'static str {
+    fn horovod_module_for(&self, _analysis: &Analysis, _module: &ModuleAnalysis) -> &'static str {
         self.horovod_module()
     }
 

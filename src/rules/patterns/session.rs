@@ -313,6 +313,10 @@ fn train_op_names(rewrite: &ModuleRewrite) -> HashSet<String> {
                 if matches!(attribute.attr.as_str(), "minimize" | "apply_gradients"))
             {
                 names.insert(assignment.name.clone());
+                // `self.train_op = ...` in a model class is `model.train_op` outside it.
+                if let Some((_, attribute)) = assignment.name.rsplit_once('.') {
+                    names.insert(format!(".{attribute}"));
+                }
             }
         }
     }
@@ -330,7 +334,12 @@ fn runs_a_train_op(run: &ast::ExprCall, train_ops: &HashSet<String>) -> bool {
     };
     let mut found = false;
     walk_expression(fetches, &mut |expr| {
-        found |= dotted_name(expr).is_some_and(|name| train_ops.contains(&name));
+        found |= dotted_name(expr).is_some_and(|name| {
+            train_ops.contains(&name)
+                || name
+                    .rsplit_once('.')
+                    .is_some_and(|(_, attribute)| train_ops.contains(&format!(".{attribute}")))
+        });
     });
     found
 }

@@ -35,8 +35,9 @@ use crate::rules::passes::sharding::shard_dataset;
 use crate::rules::rewrite::ModuleRewrite;
 
 use super::Pattern;
-use crate::analysis::training::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
+use crate::analysis::training::{Analysis, ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
 use crate::analysis::walk::{dotted_name, for_each_statement, keyword};
+use crate::analysis::{keras_version, library};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -67,7 +68,11 @@ impl Pattern for Keras {
 
     /// A module whose only Keras code is a model's own `train_step` needs only
     /// the tape, from `horovod.tensorflow`.
-    fn horovod_module_for(&self, module: &ModuleAnalysis, text: &str) -> &'static str {
+    fn horovod_module_for(&self, analysis: &Analysis, module: &ModuleAnalysis) -> &'static str {
+        let text = module.module.source.text.as_str();
+        if uses_keras_2_standalone(analysis, module) {
+            return "horovod.keras";
+        }
         let steps = module
             .sites
             .iter()
@@ -115,6 +120,18 @@ impl Pattern for Keras {
     }
 }
 
+/// `import keras` meaning Keras 2: Horovod's integration for it is `horovod.keras`.
+pub fn uses_keras_2_standalone(analysis: &Analysis, module: &ModuleAnalysis) -> bool {
+    let imports_keras = module
+        .module
+        .bindings
+        .iter()
+        .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
+    let generation =
+        keras_version::generation_of(analysis.keras_pin.as_ref(), &module.module.source.text);
+    imports_keras && matches!(generation, keras_version::KerasGeneration::Two { .. })
+}
+
 /// The tape of a Keras model's own `train_step` (a `with` statement, where a
 /// delegated `fit` is a call).
 fn is_model_step_tape(site: &TrainingSite, text: &str) -> bool {
@@ -137,7 +154,11 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             continue;
         };
         let attribute = match fit.func.as_ref() {
-            Expr::Attribute(attribute) if attribute.attr.as_str() == "fit" => attribute,
+            Expr::Attribute(attribute)
+                if crate::analysis::library::is_keras_fit_method(attribute.attr.as_str()) =>
+            {
+                attribute
+            }
             // `train(model, ...)`: the model is fitted in another module.
             _ => {
                 let module = rewrite.module;
@@ -178,7 +199,7 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
     for (index, scope) in module.scopes.iter().enumerate() {
         for (_, call) in calls_in_scope(scope) {
             if let Expr::Attribute(attribute) = call.func.as_ref()
-                && attribute.attr.as_str() == "evaluate"
+                && matches!(attribute.attr.as_str(), "evaluate" | "evaluate_generator")
                 && let Some(receiver) = dotted_name(&attribute.value)
                 && module.models[index].contains(&receiver)
             {

@@ -1,0 +1,174 @@
+//! Which Keras a standalone `import keras` means: Keras 2 (TensorFlow up to
+//! 2.15 ships it, and Horovod's `horovod.keras` serves it) or Keras 3 (which
+//! Horovod cannot drive). Decided from the project's pinned requirements
+//! when it has them, else from APIs only Keras 2 has, else Keras 3, and the
+//! reason is kept so the diagnostic can say it.
+
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KerasGeneration {
+    Two { reason: String },
+    Three { reason: String },
+}
+
+/// Files a project pins its packages in, at its root.
+const REQUIREMENT_FILES: &[&str] = &[
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements_dev.txt",
+    "pyproject.toml",
+    "setup.cfg",
+    "setup.py",
+    "environment.yml",
+    "environment.yaml",
+];
+
+/// The Keras generation the project's requirement files pin, if any.
+pub fn pinned_generation(root: &Path) -> Option<KerasGeneration> {
+    for file in REQUIREMENT_FILES {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        for line in text.lines() {
+            if let Some(generation) = generation_of_requirement(line, file) {
+                return Some(generation);
+            }
+        }
+    }
+    None
+}
+
+/// `keras==2.12.0`, `keras<3`, `tensorflow==2.12.1` (Keras 2 inside),
+/// `"tensorflow>=2.16"` (Keras 3 inside).
+fn generation_of_requirement(line: &str, file: &str) -> Option<KerasGeneration> {
+    let line = line
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'' || c == ',' || c == '-');
+    let line = line.trim();
+    let (package, rest) = split_package(line)?;
+    let mut version = first_version(rest)?;
+    if rest.starts_with('<') && !rest.starts_with("<=") {
+        // `keras<3` allows 2.x only; `tensorflow<2.16` up to 2.15.
+        version = match version {
+            (major, 0) => (major.saturating_sub(1), u32::MAX),
+            (major, minor) => (major, minor - 1),
+        };
+    }
+    let reason = format!("{file} pins `{line}`");
+    match package.as_str() {
+        "keras" => Some(match version.0 {
+            0..=2 => KerasGeneration::Two { reason },
+            _ => KerasGeneration::Three { reason },
+        }),
+        "tensorflow" | "tensorflow-cpu" | "tensorflow-gpu" if version.0 == 2 => {
+            Some(if version.1 < 16 {
+                KerasGeneration::Two { reason }
+            } else {
+                KerasGeneration::Three { reason }
+            })
+        }
+        _ => None,
+    }
+}
+
+fn split_package(line: &str) -> Option<(String, &str)> {
+    let end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))?;
+    let (package, rest) = line.split_at(end);
+    let rest = rest.trim_start();
+    let specifies = ["==", ">=", "<=", "~=", "<", ">", "="]
+        .iter()
+        .any(|operator| rest.starts_with(operator));
+    specifies.then(|| (package.to_lowercase().replace('_', "-"), rest))
+}
+
+/// The major and minor of the first version in a specifier.
+fn first_version(specifier: &str) -> Option<(u32, u32)> {
+    let start = specifier.find(|c: char| c.is_ascii_digit())?;
+    let mut parts = specifier[start..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().and_then(|part| part.parse().ok()).unwrap_or(0);
+    Some((major, minor))
+}
+
+/// The generation a module's standalone `import keras` means: the project's
+/// pin, else Keras 2 when the module uses an API only Keras 2 has, else
+/// Keras 3 (what `pip install keras` gives today).
+pub fn generation_of(pin: Option<&KerasGeneration>, module_text: &str) -> KerasGeneration {
+    if let Some(pin) = pin {
+        return pin.clone();
+    }
+    match uses_keras_2_only_api(module_text) {
+        Some(why) => KerasGeneration::Two {
+            reason: format!("the module uses {why}"),
+        },
+        None => KerasGeneration::Three {
+            reason: "no requirement file pins Keras or TensorFlow, and `pip install keras` gives Keras 3".to_string(),
+        },
+    }
+}
+
+/// Keras 2 only: `fit_generator`, the `lr=` keyword of optimizers, the
+/// `keras.layers.merge` module.
+pub fn uses_keras_2_only_api(text: &str) -> Option<&'static str> {
+    [
+        (
+            "import horovod.keras",
+            "`horovod.keras`, which serves Keras 2 only",
+        ),
+        (".fit_generator(", "`fit_generator`, which Keras 3 removed"),
+        ("(lr=", "the `lr=` keyword, which Keras 3 removed"),
+        (
+            "keras.layers.merge",
+            "`keras.layers.merge`, which Keras 3 removed",
+        ),
+    ]
+    .into_iter()
+    .find(|(marker, _)| text.contains(marker))
+    .map(|(_, why)| why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirements_decide_the_generation() {
+        let two = |line: &str| {
+            matches!(
+                generation_of_requirement(line, "requirements.txt"),
+                Some(KerasGeneration::Two { .. })
+            )
+        };
+        let three = |line: &str| {
+            matches!(
+                generation_of_requirement(line, "requirements.txt"),
+                Some(KerasGeneration::Three { .. })
+            )
+        };
+        assert!(two("keras==2.12.0"));
+        assert!(two("keras<3"));
+        assert!(two("tensorflow==2.12.1"));
+        assert!(two("  \"tensorflow-cpu>=2.10,<2.13\","));
+        assert!(three("keras>=3.0"));
+        assert!(three("tensorflow==2.16.1"));
+        assert_eq!(
+            generation_of_requirement("numpy==1.24", "requirements.txt"),
+            None
+        );
+        assert_eq!(generation_of_requirement("keras", "requirements.txt"), None);
+        assert_eq!(
+            generation_of_requirement("# keras==2.1", "requirements.txt"),
+            None
+        );
+    }
+
+    #[test]
+    fn keras_2_apis_are_recognised() {
+        assert!(uses_keras_2_only_api("model.fit_generator(gen, steps_per_epoch=10)").is_some());
+        assert!(uses_keras_2_only_api("Adam(lr=0.001)").is_some());
+        assert!(uses_keras_2_only_api("model.fit(x, y)").is_none());
+    }
+}
