@@ -109,6 +109,12 @@ fn sarif_output_is_valid_sarif_2_1_0_with_one_result_per_diagnostic() {
 #[test]
 fn github_format_annotates_lines() {
     let scratch = scratch_copy(&["bad_input"]);
+    // A warning with a suggestion: DST102 raised to warning.
+    std::fs::write(
+        scratch.path().join(".distribute.yml"),
+        "severity:\n  learning-rate-without-warmup: warning\n",
+    )
+    .unwrap();
     let (code, output, _) = distribute(
         scratch.path(),
         &["check", "--root", ".", "--format", "github"],
@@ -119,15 +125,15 @@ fn github_format_annotates_lines() {
         "{output}"
     );
     assert!(
-        output.contains("::warning file=train.py,line=9,col=1,endLine=9,endColumn="),
+        output.contains("::warning file=train.py,line=7,col=7,endLine=7,endColumn=36"),
         "{output}"
     );
     assert!(
-        output.contains("title=DST101 dataset-not-sharded::every worker trains on all of `x`"),
+        output.contains("title=DST102 learning-rate-without-warmup::learning rate multiplied"),
         "{output}"
     );
     assert!(
-        output.contains("%0ASuggestion: shard the dataset"),
+        output.contains("%0ASuggestion: add `hvd.callbacks.LearningRateWarmupCallback"),
         "newlines are escaped: {output}"
     );
     assert!(

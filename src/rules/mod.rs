@@ -15,7 +15,7 @@ pub mod rewrite;
 pub mod stylist;
 
 use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern, TrainingSite};
-use crate::analysis::{library, training};
+use crate::analysis::{library, training, walk};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python;
 use crate::python::edit::Edit;
@@ -42,6 +42,13 @@ pub const BROADCAST_PLACEMENT: Code = Code::new(
     "Where the one-time broadcast of the initial variables was placed, and why.",
 );
 
+pub const UNSUPPORTED_TRAINING: Code = Code::new(
+    "DST121",
+    "unsupported-training-api",
+    Severity::Error,
+    "The module trains with an API the tool recognises but does not rewrite (`train_on_batch` loops, `tf.contrib.eager` gradients): it is left single-GPU.",
+);
+
 pub const DEVICE_TOWERS: Code = Code::new(
     "DST118",
     "device-towers",
@@ -55,6 +62,7 @@ pub const CODES: &[Code] = &[
     ALREADY_USES_HOROVOD,
     BROADCAST_PLACEMENT,
     DEVICE_TOWERS,
+    UNSUPPORTED_TRAINING,
 ];
 
 /// How a module trains, as far as the rewrite is concerned.
@@ -63,6 +71,8 @@ pub enum Classification {
     Pattern(TrainingPattern),
     /// Several training APIs in one module: not rewritten.
     Mixed,
+    /// A training API the tool recognises but does not rewrite.
+    Unsupported,
 }
 
 impl Classification {
@@ -70,6 +80,7 @@ impl Classification {
         match self {
             Classification::Pattern(pattern) => pattern.name(),
             Classification::Mixed => "mixed",
+            Classification::Unsupported => "unsupported",
         }
     }
 }
@@ -98,7 +109,8 @@ pub fn rewrite_module<'a>(
 ) -> Option<ModuleRewriteResult> {
     let patterns = module.patterns();
     match patterns.as_slice() {
-        [] => None,
+        [] => unsupported_training(analysis, module)
+            .map(|(range, what)| refuse_unsupported(range, what)),
         [pattern] => Some(match device_tower(analysis, module) {
             Some(tower) => refuse_towers(module, *pattern, tower),
             None => rewrite_one_pattern(analysis, module, *pattern, options),
@@ -126,6 +138,50 @@ fn device_tower(analysis: &Analysis, module: &ModuleAnalysis) -> Option<std::ops
             .then(|| python::parse::span(site.call))
         })
     })
+}
+
+/// Training the tool recognises but cannot rewrite: `model.train_on_batch`
+/// (GANs, reinforcement-learning agents) and `tf.contrib.eager`'s implicit
+/// gradients. Where, and what it is.
+fn unsupported_training(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+) -> Option<(std::ops::Range<usize>, &'static str)> {
+    module.scopes.iter().enumerate().find_map(|(index, scope)| {
+        scope.facts.calls.iter().find_map(|site| {
+            let call = site.call;
+            if let rustpython_parser::ast::Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "train_on_batch"
+                && walk::dotted_name(&attribute.value)
+                    .is_some_and(|receiver| module.models[index].contains(&receiver))
+            {
+                return Some((python::parse::span(call), "`train_on_batch` loops"));
+            }
+            let callee = training::callee_name(analysis.package, module.module, scope, &call.func)?;
+            callee
+                .starts_with("tensorflow.contrib.eager.implicit")
+                .then(|| {
+                    (
+                        python::parse::span(call),
+                        "`tf.contrib.eager` implicit gradients",
+                    )
+                })
+        })
+    })
+}
+
+fn refuse_unsupported(range: std::ops::Range<usize>, what: &str) -> ModuleRewriteResult {
+    let diagnostic = Diagnostic::new(
+        UNSUPPORTED_TRAINING,
+        range,
+        format!("this module trains with {what}, which the tool recognises but does not rewrite: it stays single-GPU"),
+    )
+    .with_suggestion("wrap its optimizer in `hvd.DistributedOptimizer`, broadcast the variables from rank 0 after the first step, and divide the loop's steps by `hvd.size()` by hand");
+    ModuleRewriteResult {
+        classification: Classification::Unsupported,
+        edits: Vec::new(),
+        diagnostics: vec![diagnostic],
+    }
 }
 
 fn refuse_towers(
