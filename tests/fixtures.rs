@@ -124,105 +124,135 @@ fn comments(text: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn fixture_snapshots() {
-    for case in cases() {
-        let outcome = run_on(&fixtures_directory().join(&case).join("input"));
-        insta::with_settings!({ snapshot_suffix => case.clone(), prepend_module_to_snapshot => false, omit_expression => true }, {
-            insta::assert_snapshot!("fixture", render(&outcome));
-        });
-    }
+/// The case's diagnostics and rewrite match its reviewed snapshot.
+fn snapshot(case: &str) {
+    let outcome = run_on(&fixtures_directory().join(case).join("input"));
+    insta::with_settings!({ snapshot_suffix => case.to_string(), prepend_module_to_snapshot => false, omit_expression => true, snapshot_path => fixtures_directory().parent().unwrap().join("snapshots") }, {
+        insta::assert_snapshot!("fixture", render(&outcome));
+    });
 }
 
-#[test]
-fn every_rewrite_parses_and_fix_is_idempotent() {
-    for case in cases() {
-        let scratch = tempfile::tempdir().unwrap();
-        copy_tree(
-            &fixtures_directory().join(&case).join("input"),
-            scratch.path(),
+/// The rewrite parses, and a second `fix` changes nothing.
+fn rewrite_parses_and_fix_is_idempotent(case: &str) {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(
+        &fixtures_directory().join(case).join("input"),
+        scratch.path(),
+    );
+    let first = run_on(scratch.path());
+    for module in &first.modules {
+        assert!(
+            module.rewrite_error.is_none(),
+            "{case}/{}: {:?}",
+            module.relative_path,
+            module.rewrite_error
         );
-        let first = run_on(scratch.path());
-        for module in &first.modules {
+        if let Some(rewritten) = &module.rewritten {
             assert!(
-                module.rewrite_error.is_none(),
-                "{case}/{}: {:?}",
-                module.relative_path,
-                module.rewrite_error
+                parse_module(rewritten, &module.relative_path).is_ok(),
+                "{case}/{}: rewrite does not parse",
+                module.relative_path
             );
-            if let Some(rewritten) = &module.rewritten {
-                assert!(
-                    parse_module(rewritten, &module.relative_path).is_ok(),
-                    "{case}/{}: rewrite does not parse",
-                    module.relative_path
-                );
-            }
         }
-        write_rewrites(&first);
-        let second = run_on(scratch.path());
-        for module in &second.modules {
-            assert!(
-                module.rewritten.is_none(),
-                "{case}/{}: fix is not idempotent; second pass:\n{}",
-                module.relative_path,
-                unified_diff(
-                    &module.relative_path,
-                    &module.original,
-                    module.rewritten.as_deref().unwrap_or_default()
-                )
-            );
+    }
+    write_rewrites(&first);
+    let second = run_on(scratch.path());
+    for module in &second.modules {
+        assert!(
+            module.rewritten.is_none(),
+            "{case}/{}: fix is not idempotent; second pass:\n{}",
+            module.relative_path,
+            unified_diff(
+                &module.relative_path,
+                &module.original,
+                module.rewritten.as_deref().unwrap_or_default()
+            )
+        );
+    }
+}
+
+/// Every comment survives, in order, and files the tool did not rewrite
+/// are byte-identical.
+fn comments_survive_and_other_files_are_untouched(case: &str) {
+    let input = fixtures_directory().join(case).join("input");
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(&input, scratch.path());
+    let outcome = run_on(scratch.path());
+    write_rewrites(&outcome);
+    for original_path in python_files(&input) {
+        let relative = original_path.strip_prefix(&input).unwrap();
+        let original = std::fs::read(&original_path).unwrap();
+        let after = std::fs::read(scratch.path().join(relative)).unwrap();
+        let module = outcome
+            .modules
+            .iter()
+            .find(|module| Path::new(&module.relative_path) == relative);
+        match module {
+            Some(module) if module.rewritten.is_some() => {
+                let after = String::from_utf8(after).unwrap();
+                let removed_lines: Vec<usize> = module
+                    .diagnostics
+                    .iter()
+                    .filter(|diagnostic| diagnostic.code == "DST104")
+                    .map(|diagnostic| diagnostic.line)
+                    .collect();
+                let original = String::from_utf8(original).unwrap();
+                let kept_comments: Vec<String> = original
+                    .lines()
+                    .enumerate()
+                    .filter(|(index, _)| !removed_lines.contains(&(index + 1)))
+                    .flat_map(|(_, line)| comments(line))
+                    .collect();
+                let mut remaining = comments(&after).into_iter();
+                for comment in kept_comments {
+                    assert!(
+                        remaining.any(|candidate| candidate == comment),
+                        "{case}/{}: comment lost or reordered: {comment}",
+                        module.relative_path
+                    );
+                }
+            }
+            _ => assert_eq!(
+                original,
+                after,
+                "{case}/{}: a file the tool did not rewrite changed",
+                relative.display()
+            ),
         }
     }
 }
 
-#[test]
-fn comments_survive_and_other_files_are_untouched() {
+/// One trial per case and property, so that every failing case is reported
+/// by name and each can be run alone (`cargo test --test fixtures -- <case>`).
+fn main() {
+    let arguments = libtest_mimic::Arguments::from_args();
+    let properties: [(&str, fn(&str)); 3] = [
+        ("snapshot", snapshot),
+        (
+            "rewrite_parses_and_fix_is_idempotent",
+            rewrite_parses_and_fix_is_idempotent,
+        ),
+        (
+            "comments_survive_and_other_files_are_untouched",
+            comments_survive_and_other_files_are_untouched,
+        ),
+    ];
+    let mut trials = Vec::new();
     for case in cases() {
-        let input = fixtures_directory().join(&case).join("input");
-        let scratch = tempfile::tempdir().unwrap();
-        copy_tree(&input, scratch.path());
-        let outcome = run_on(scratch.path());
-        write_rewrites(&outcome);
-        for original_path in python_files(&input) {
-            let relative = original_path.strip_prefix(&input).unwrap();
-            let original = std::fs::read(&original_path).unwrap();
-            let after = std::fs::read(scratch.path().join(relative)).unwrap();
-            let module = outcome
-                .modules
-                .iter()
-                .find(|module| Path::new(&module.relative_path) == relative);
-            match module {
-                Some(module) if module.rewritten.is_some() => {
-                    let after = String::from_utf8(after).unwrap();
-                    let removed_lines: Vec<usize> = module
-                        .diagnostics
-                        .iter()
-                        .filter(|diagnostic| diagnostic.code == "DST104")
-                        .map(|diagnostic| diagnostic.line)
-                        .collect();
-                    let original = String::from_utf8(original).unwrap();
-                    let kept_comments: Vec<String> = original
-                        .lines()
-                        .enumerate()
-                        .filter(|(index, _)| !removed_lines.contains(&(index + 1)))
-                        .flat_map(|(_, line)| comments(line))
-                        .collect();
-                    let mut remaining = comments(&after).into_iter();
-                    for comment in kept_comments {
-                        assert!(
-                            remaining.any(|candidate| candidate == comment),
-                            "{case}/{}: comment lost or reordered: {comment}",
-                            module.relative_path
-                        );
-                    }
-                }
-                _ => assert_eq!(
-                    original,
-                    after,
-                    "{case}/{}: a file the tool did not rewrite changed",
-                    relative.display()
-                ),
-            }
+        for (property, check) in properties {
+            let name = format!("{property}::{case}");
+            let case = case.clone();
+            trials.push(libtest_mimic::Trial::test(name, move || {
+                std::panic::catch_unwind(|| check(&case)).map_err(|panic| {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|text| text.to_string()))
+                        .unwrap_or_else(|| "the check panicked".to_string());
+                    libtest_mimic::Failed::from(message)
+                })
+            }));
         }
     }
+    libtest_mimic::run(&arguments, trials).exit();
 }
