@@ -222,11 +222,14 @@ fn comments_survive_and_other_files_are_untouched(case: &str) {
     }
 }
 
+/// A property every fixture case must keep.
+type Property = fn(&str);
+
 /// One trial per case and property, so that every failing case is reported
 /// by name and each can be run alone (`cargo test --test fixtures -- <case>`).
 fn main() {
     let arguments = libtest_mimic::Arguments::from_args();
-    let properties: [(&str, fn(&str)); 3] = [
+    let properties: [(&str, Property); 3] = [
         ("snapshot", snapshot),
         (
             "rewrite_parses_and_fix_is_idempotent",
