@@ -742,6 +742,18 @@ fn a_command_on_an_issue_that_is_not_a_pull_request_is_answered() {
 }
 
 #[test]
+fn help_is_answered_on_an_issue_that_is_not_a_pull_request() {
+    let emulator = Emulator::start();
+    let state = run_command(&emulator, 8, "alice", "/distribute help");
+    let replies = bot_comments(&state, 8);
+    assert_eq!(replies.len(), 1);
+    let body = replies[0]["body"].as_str().unwrap();
+    assert!(body.contains("`/distribute review`"), "{body}");
+    assert!(!body.contains("pull requests only"), "{body}");
+    assert_eq!(reactions_on(&state, 1001), vec!["eyes", "rocket"]);
+}
+
+#[test]
 fn a_fork_pull_request_with_a_read_only_token_falls_back_to_annotations_and_the_job_summary() {
     let emulator = Emulator::start();
     emulator.seed(seed(optimizer_change_files(), "someone/ml-models"));

@@ -18,23 +18,11 @@ impl Bot {
                 self.environment.event_path.display()
             )
         })?;
-        if event.action != "created" {
-            println!(
-                "distribute: nothing to do for a comment {} (only new comments are commands)",
-                event.action
-            );
+        let Some(parsed) = self.command_of(&event) else {
             return Ok(0);
-        }
-        let author = event.comment.user.clone().unwrap_or_default();
-        if author.is_bot() {
-            return Ok(0);
-        }
-        let parsed = command::parse(event.comment.body.as_deref().unwrap_or(""));
-        if parsed == Parsed::NotMine {
-            println!("distribute: the comment is not a /distribute command");
-            return Ok(0);
-        }
+        };
         let number = event.issue.number;
+        let author = event.comment.user.clone().unwrap_or_default();
         if !self.can_write(&author.login).await? {
             println!(
                 "distribute: {} has no write access; the command is refused",
@@ -51,21 +39,8 @@ impl Bot {
             return Ok(0);
         }
         self.react(event.comment.id, "eyes").await;
-        // The payload marks pull requests, but ask the API: it is the authority.
-        let pull: Option<PullRequest> = self
-            .client
-            .get_optional(&format!("{}/pulls/{number}", self.repository_path))
-            .await?;
-        let Some(pull) = pull else {
-            self.post_comment(
-                number,
-                "`/distribute` works on pull requests only: comment it on the pull request whose training code should be rewritten.",
-            )
-            .await?;
-            self.react(event.comment.id, "confused").await;
-            return Ok(0);
-        };
         let mode = match parsed {
+            // Help needs no pull request: it is answered wherever it is asked.
             Parsed::Command(Command::Help) => {
                 self.post_comment(number, &format!("**`/distribute` commands**\n\n{USAGE}"))
                     .await?;
@@ -73,36 +48,79 @@ impl Bot {
                 return Ok(0);
             }
             Parsed::Malformed(text) => {
-                self.post_comment(
-                    number,
-                    &format!("I do not know `/distribute {text}`.\n\n{USAGE}"),
-                )
-                .await?;
-                self.react(event.comment.id, "confused").await;
-                return Ok(0);
+                let reply = format!("I do not know `/distribute {text}`.\n\n{USAGE}");
+                return self.refuse(event.comment.id, number, &reply).await;
             }
             Parsed::Command(Command::PullRequest) => Mode::PullRequest,
             Parsed::Command(Command::Review) => Mode::Review,
-            Parsed::NotMine => unreachable!("returned above"),
+            Parsed::NotMine => unreachable!("command_of returns commands only"),
+        };
+        // The payload marks pull requests, but ask the API: it is the authority.
+        let pull: Option<PullRequest> = self
+            .client
+            .get_optional(&format!("{}/pulls/{number}", self.repository_path))
+            .await?;
+        let Some(pull) = pull else {
+            let reply = "`/distribute` works on pull requests only: comment it on the pull request whose training code should be rewritten.";
+            return self.refuse(event.comment.id, number, reply).await;
         };
         if pull.state.as_deref() == Some("closed") {
-            self.post_comment(
-                number,
-                "This pull request is closed: reopen it to run `/distribute`.",
-            )
-            .await?;
-            self.react(event.comment.id, "confused").await;
-            return Ok(0);
+            let reply = "This pull request is closed: reopen it to run `/distribute`.";
+            return self.refuse(event.comment.id, number, reply).await;
         }
-        let result = self.run_and_report(mode, &pull).await;
-        match result {
+        self.run_command(event.comment.id, number, mode, &pull)
+            .await
+    }
+
+    /// The command a new comment by a person gives; `None` for anything else.
+    fn command_of(&self, event: &IssueCommentEvent) -> Option<Parsed> {
+        if event.action != "created" {
+            println!(
+                "distribute: nothing to do for a comment {} (only new comments are commands)",
+                event.action
+            );
+            return None;
+        }
+        if event
+            .comment
+            .user
+            .as_ref()
+            .is_some_and(|user| user.is_bot())
+        {
+            return None;
+        }
+        let parsed = command::parse(event.comment.body.as_deref().unwrap_or(""));
+        if parsed == Parsed::NotMine {
+            println!("distribute: the comment is not a /distribute command");
+            return None;
+        }
+        Some(parsed)
+    }
+
+    /// Replies why the command does not run, and marks it confused.
+    async fn refuse(&self, comment: u64, number: u64, reply: &str) -> Result<i32> {
+        self.post_comment(number, reply).await?;
+        self.react(comment, "confused").await;
+        Ok(0)
+    }
+
+    /// Runs the command; rocket on success; on failure, confused and a reply
+    /// that shows no internal detail publicly.
+    async fn run_command(
+        &self,
+        comment: u64,
+        number: u64,
+        mode: Mode,
+        pull: &PullRequest,
+    ) -> Result<i32> {
+        match self.run_and_report(mode, pull).await {
             Ok(code) => {
-                self.react(event.comment.id, "rocket").await;
+                self.react(comment, "rocket").await;
                 Ok(code)
             }
             Err(error) => {
                 eprintln!("distribute: error: {error:#}");
-                self.react(event.comment.id, "confused").await;
+                self.react(comment, "confused").await;
                 let logs = self
                     .environment
                     .run_url

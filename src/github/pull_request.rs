@@ -35,14 +35,62 @@ struct BranchName {
     branch: String,
 }
 
+/// The bot's pull request, or why GitHub would not open it.
+enum BotPullRequest {
+    Open { number: u64, url: Option<String> },
+    Refused(String),
+}
+
+/// A file of the rewrite: its path in the repository, content and mode.
+type RewrittenFile<'a> = (String, &'a str, &'static str);
+
 impl Bot {
     pub(crate) async fn pull_request(
         &self,
         pull: &PullRequest,
         analysed: &Analysed,
     ) -> Result<Acted, ApiError> {
-        let outcome = &analysed.outcome;
         let branch = format!("distribute/pr-{}", pull.number);
+        let existing = self.bots_open_pull_request(pull, &branch).await?;
+        let files = self.rewritten_files(analysed);
+        if files.is_empty() {
+            return self.nothing_left_to_rewrite(pull, analysed, existing).await;
+        }
+        self.commit_rewrite(pull, &branch, &files).await?;
+        let (number, url) = match self
+            .open_or_update_pull_request(pull, analysed, &branch, &files, existing)
+            .await?
+        {
+            BotPullRequest::Open { number, url } => (number, url),
+            BotPullRequest::Refused(refusal) => {
+                return self
+                    .report_branch_only(pull, analysed, &branch, &refusal)
+                    .await;
+            }
+        };
+        let summary = Summary {
+            outcome: &analysed.outcome,
+            head_sha: &pull.head.sha,
+            rewrite: RewriteLocation::PullRequest {
+                number,
+                url,
+                branch,
+            },
+            notes: analysed.notes.clone(),
+        };
+        self.upsert_summary(pull.number, &summary).await?;
+        Ok(Acted {
+            job_summary: summary.job_summary(),
+            pull_request: Some(number),
+        })
+    }
+
+    /// The bot's open pull request from `branch` into the pull request's head.
+    async fn bots_open_pull_request(
+        &self,
+        pull: &PullRequest,
+        branch: &str,
+    ) -> Result<Option<OpenPullRequest>, ApiError> {
         let owner = self
             .environment
             .repository
@@ -62,11 +110,14 @@ impl Bot {
             .await?;
         // The filters are the server's; checking them again here keeps the
         // bot from ever editing someone else's pull request.
-        let existing = open.into_iter().find(|candidate| {
+        Ok(open.into_iter().find(|candidate| {
             candidate.head.branch == branch && candidate.base.branch == pull.head.branch
-        });
+        }))
+    }
 
-        let files: Vec<(String, &str, &'static str)> = outcome
+    fn rewritten_files<'a>(&self, analysed: &'a Analysed) -> Vec<RewrittenFile<'a>> {
+        analysed
+            .outcome
             .modules
             .iter()
             .filter_map(|module| {
@@ -79,34 +130,50 @@ impl Bot {
                     file_mode(&self.root.join(&module.relative_path)),
                 ))
             })
-            .collect();
+            .collect()
+    }
 
-        if files.is_empty() {
-            if let Some(existing) = &existing {
-                let _: serde_json::Value = self
-                    .client
-                    .patch(
-                        &format!("{}/pulls/{}", self.repository_path, existing.number),
-                        &json!({
-                            "state": "closed",
-                            "body": format!("Closed by distribute: at {} nothing in #{} needs a rewrite any more.\n\n{PULL_REQUEST_MARKER}", pull.head.sha, pull.number),
-                        }),
-                    )
-                    .await?;
-            }
-            let summary = Summary {
-                outcome,
-                head_sha: &pull.head.sha,
-                rewrite: RewriteLocation::Here(Vec::new()),
-                notes: analysed.notes.clone(),
-            };
-            self.upsert_summary(pull.number, &summary).await?;
-            return Ok(Acted {
-                job_summary: summary.job_summary(),
-                pull_request: None,
-            });
+    /// Nothing to rewrite: the bot's pull request, if any, is closed, and the
+    /// summary says so.
+    async fn nothing_left_to_rewrite(
+        &self,
+        pull: &PullRequest,
+        analysed: &Analysed,
+        existing: Option<OpenPullRequest>,
+    ) -> Result<Acted, ApiError> {
+        if let Some(existing) = &existing {
+            let _: serde_json::Value = self
+                .client
+                .patch(
+                    &format!("{}/pulls/{}", self.repository_path, existing.number),
+                    &json!({
+                        "state": "closed",
+                        "body": format!("Closed by distribute: at {} nothing in #{} needs a rewrite any more.\n\n{PULL_REQUEST_MARKER}", pull.head.sha, pull.number),
+                    }),
+                )
+                .await?;
         }
+        let summary = Summary {
+            outcome: &analysed.outcome,
+            head_sha: &pull.head.sha,
+            rewrite: RewriteLocation::Here(Vec::new()),
+            notes: analysed.notes.clone(),
+        };
+        self.upsert_summary(pull.number, &summary).await?;
+        Ok(Acted {
+            job_summary: summary.job_summary(),
+            pull_request: None,
+        })
+    }
 
+    /// Commits the rewrite on `branch`, on top of the pull request's head,
+    /// unless the branch already holds exactly that commit.
+    async fn commit_rewrite(
+        &self,
+        pull: &PullRequest,
+        branch: &str,
+        files: &[RewrittenFile<'_>],
+    ) -> Result<(), ApiError> {
         let head_commit: GitCommit = self
             .client
             .get(&format!(
@@ -129,133 +196,144 @@ impl Bot {
             .await?;
         let reference_path = format!("{}/git/ref/heads/{branch}", self.repository_path);
         let current: Option<GitReference> = self.client.get_optional(&reference_path).await?;
-        let up_to_date = match &current {
-            Some(reference) => {
-                let commit: GitCommit = self
-                    .client
-                    .get(&format!(
-                        "{}/git/commits/{}",
-                        self.repository_path, reference.object.sha
-                    ))
-                    .await?;
-                commit.tree.sha == tree.sha
-                    && commit.parents.len() == 1
-                    && commit.parents[0].sha == pull.head.sha
-            }
-            None => false,
-        };
-        if !up_to_date {
-            let commit: ShaOnly = self
-                .client
-                .post(
-                    &format!("{}/git/commits", self.repository_path),
-                    &json!({
-                        "message": format!(
-                            "Train with Horovod: distribute's rewrite of #{}\n\nMade by `distribute github` from {}.",
-                            pull.number, pull.head.sha
-                        ),
-                        "tree": tree.sha,
-                        "parents": [pull.head.sha],
-                    }),
-                )
-                .await?;
-            match current {
-                Some(_) => {
-                    let _: serde_json::Value = self
-                        .client
-                        .patch(
-                            &format!("{}/git/refs/heads/{branch}", self.repository_path),
-                            &json!({ "sha": commit.sha, "force": true }),
-                        )
-                        .await?;
-                }
-                None => {
-                    let _: serde_json::Value = self
-                        .client
-                        .post(
-                            &format!("{}/git/refs", self.repository_path),
-                            &json!({ "ref": format!("refs/heads/{branch}"), "sha": commit.sha }),
-                        )
-                        .await?;
-                }
-            }
+        if self.branch_holds(current.as_ref(), &tree.sha, pull).await? {
+            return Ok(());
         }
+        let commit: ShaOnly = self
+            .client
+            .post(
+                &format!("{}/git/commits", self.repository_path),
+                &json!({
+                    "message": format!(
+                        "Train with Horovod: distribute's rewrite of #{}\n\nMade by `distribute github` from {}.",
+                        pull.number, pull.head.sha
+                    ),
+                    "tree": tree.sha,
+                    "parents": [pull.head.sha],
+                }),
+            )
+            .await?;
+        self.point_branch_at(branch, &commit.sha, current.is_some())
+            .await
+    }
 
+    /// Whether the branch's commit has this tree and the pull request's head
+    /// as its only parent: a re-run with the same rewrite changes nothing.
+    async fn branch_holds(
+        &self,
+        current: Option<&GitReference>,
+        tree: &str,
+        pull: &PullRequest,
+    ) -> Result<bool, ApiError> {
+        let Some(reference) = current else {
+            return Ok(false);
+        };
+        let commit: GitCommit = self
+            .client
+            .get(&format!(
+                "{}/git/commits/{}",
+                self.repository_path, reference.object.sha
+            ))
+            .await?;
+        Ok(commit.tree.sha == tree
+            && commit.parents.len() == 1
+            && commit.parents[0].sha == pull.head.sha)
+    }
+
+    async fn point_branch_at(&self, branch: &str, sha: &str, exists: bool) -> Result<(), ApiError> {
+        let _: serde_json::Value = if exists {
+            self.client
+                .patch(
+                    &format!("{}/git/refs/heads/{branch}", self.repository_path),
+                    &json!({ "sha": sha, "force": true }),
+                )
+                .await?
+        } else {
+            self.client
+                .post(
+                    &format!("{}/git/refs", self.repository_path),
+                    &json!({ "ref": format!("refs/heads/{branch}"), "sha": sha }),
+                )
+                .await?
+        };
+        Ok(())
+    }
+
+    /// The bot's pull request, updated or opened, or GitHub's refusal to let
+    /// the workflow open one.
+    async fn open_or_update_pull_request(
+        &self,
+        pull: &PullRequest,
+        analysed: &Analysed,
+        branch: &str,
+        files: &[RewrittenFile<'_>],
+        existing: Option<OpenPullRequest>,
+    ) -> Result<BotPullRequest, ApiError> {
         let title = format!(
             "Train with Horovod: rewrite of #{} ({})",
             pull.number,
             pull.title.as_deref().unwrap_or(&pull.head.branch)
         );
-        let body = self.pull_request_body(pull, analysed, &files);
-        let (number, url) = match existing {
-            Some(existing) => {
-                let unchanged = existing.title.as_deref() == Some(title.as_str())
-                    && normalise(existing.body.as_deref().unwrap_or("")) == normalise(&body);
-                if !unchanged {
-                    let _: serde_json::Value = self
-                        .client
-                        .patch(
-                            &format!("{}/pulls/{}", self.repository_path, existing.number),
-                            &json!({ "title": title, "body": body }),
-                        )
-                        .await?;
-                }
-                (existing.number, existing.html_url)
-            }
-            None => {
-                let created: Result<CreatedPullRequest, _> = self
+        let body = self.pull_request_body(pull, analysed, files);
+        if let Some(existing) = existing {
+            let unchanged = existing.title.as_deref() == Some(title.as_str())
+                && normalise(existing.body.as_deref().unwrap_or("")) == normalise(&body);
+            if !unchanged {
+                let _: serde_json::Value = self
                     .client
-                    .post(
-                        &format!("{}/pulls", self.repository_path),
-                        &json!({
-                            "title": title,
-                            "head": branch,
-                            "base": pull.head.branch,
-                            "body": body,
-                        }),
+                    .patch(
+                        &format!("{}/pulls/{}", self.repository_path, existing.number),
+                        &json!({ "title": title, "body": body }),
                     )
-                    .await;
-                match created {
-                    Ok(created) => (created.number, created.html_url),
-                    // The branch is pushed, but new repositories do not let
-                    // GitHub Actions open pull requests: say how to go on.
-                    Err(error) if error.is_forbidden() => {
-                        let mut notes = analysed.notes.clone();
-                        notes.push(format!(
-                            "The rewrite is committed on branch `{branch}`, but GitHub refused to open the pull request ({error}). Open it from that branch into `{}`, or allow it under Settings → Actions → General → Workflow permissions → \"Allow GitHub Actions to create and approve pull requests\".",
-                            pull.head.branch
-                        ));
-                        let summary = Summary {
-                            outcome,
-                            head_sha: &pull.head.sha,
-                            rewrite: RewriteLocation::Here(Self::file_diffs(outcome)),
-                            notes,
-                        };
-                        self.upsert_summary(pull.number, &summary).await?;
-                        return Ok(Acted {
-                            job_summary: summary.job_summary(),
-                            pull_request: None,
-                        });
-                    }
-                    Err(error) => return Err(error),
-                }
+                    .await?;
             }
-        };
+            return Ok(BotPullRequest::Open {
+                number: existing.number,
+                url: existing.html_url,
+            });
+        }
+        let created: Result<CreatedPullRequest, _> = self
+            .client
+            .post(
+                &format!("{}/pulls", self.repository_path),
+                &json!({ "title": title, "head": branch, "base": pull.head.branch, "body": body }),
+            )
+            .await;
+        match created {
+            Ok(created) => Ok(BotPullRequest::Open {
+                number: created.number,
+                url: created.html_url,
+            }),
+            // New repositories do not let GitHub Actions open pull requests.
+            Err(error) if error.is_forbidden() => Ok(BotPullRequest::Refused(error.to_string())),
+            Err(error) => Err(error),
+        }
+    }
 
+    /// The branch is pushed but no pull request could be opened: the summary
+    /// carries the rewrite and says how to go on.
+    async fn report_branch_only(
+        &self,
+        pull: &PullRequest,
+        analysed: &Analysed,
+        branch: &str,
+        refusal: &str,
+    ) -> Result<Acted, ApiError> {
+        let mut notes = analysed.notes.clone();
+        notes.push(format!(
+            "The rewrite is committed on branch `{branch}`, but GitHub refused to open the pull request ({refusal}). Open it from that branch into `{}`, or allow it under Settings → Actions → General → Workflow permissions → \"Allow GitHub Actions to create and approve pull requests\".",
+            pull.head.branch
+        ));
         let summary = Summary {
-            outcome,
+            outcome: &analysed.outcome,
             head_sha: &pull.head.sha,
-            rewrite: RewriteLocation::PullRequest {
-                number,
-                url,
-                branch,
-            },
-            notes: analysed.notes.clone(),
+            rewrite: RewriteLocation::Here(Self::file_diffs(&analysed.outcome)),
+            notes,
         };
         self.upsert_summary(pull.number, &summary).await?;
         Ok(Acted {
             job_summary: summary.job_summary(),
-            pull_request: Some(number),
+            pull_request: None,
         })
     }
 

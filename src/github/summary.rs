@@ -128,6 +128,18 @@ impl Summary<'_> {
         if !problems.is_empty() {
             writeln!(out, "Files that could not be analysed:\n\n{problems}").ok();
         }
+        self.render_rewrite(&mut out, with_diffs);
+        writeln!(
+            out,
+            "<sub>Comment `/distribute pr` to get the rewrite as a pull request into this branch, `/distribute review` for review suggestions, `/distribute help` for more. Locally: `distribute diff`.</sub>"
+        )
+        .ok();
+        out
+    }
+
+    /// Where the rewrite is: in review comments and below, below, or in the
+    /// bot's pull request.
+    fn render_rewrite(&self, out: &mut String, with_diffs: bool) {
         match &self.rewrite {
             RewriteLocation::Review { suggestions, rest } => {
                 if *suggestions > 0 {
@@ -146,12 +158,12 @@ impl Summary<'_> {
                         "The rewrite:"
                     };
                     writeln!(out, "{heading}\n").ok();
-                    render_diffs(&mut out, rest, with_diffs);
+                    render_diffs(out, rest, with_diffs);
                 }
             }
             RewriteLocation::Here(diffs) if !diffs.is_empty() => {
                 writeln!(out, "The rewrite:\n").ok();
-                render_diffs(&mut out, diffs, with_diffs);
+                render_diffs(out, diffs, with_diffs);
             }
             RewriteLocation::Here(_) => {}
             RewriteLocation::PullRequest {
@@ -170,12 +182,6 @@ impl Summary<'_> {
                 .ok();
             }
         }
-        writeln!(
-            out,
-            "<sub>Comment `/distribute pr` to get the rewrite as a pull request into this branch, `/distribute review` for review suggestions, `/distribute help` for more. Locally: `distribute diff`.</sub>"
-        )
-        .ok();
-        out
     }
 }
 
