@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 
-use rustpython_parser::ast::{Expr, Stmt};
+use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::training::Scope;
 use crate::analysis::walk::walk_expression;
@@ -69,7 +69,67 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
         }
         other => Some(other),
     };
-    pipeline.and_then(|pipeline| dataset_source(rewrite, scope, pipeline))
+    if let Some(source) = pipeline.and_then(|pipeline| dataset_source(rewrite, scope, pipeline)) {
+        return Some(source);
+    }
+    match dataset {
+        Expr::Name(name) => factory_pipeline_source(rewrite, scope, name.id.as_str()),
+        _ => None,
+    }
+}
+
+/// `train_ds = mnist_dataset()` or `train, test = make_datasets()`: the
+/// source of the pipeline a function of this module returns (at the
+/// position the name takes in the unpacking).
+fn factory_pipeline_source(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    name: &str,
+) -> Option<Range<usize>> {
+    let top_level = &rewrite.module.scopes[0];
+    let (assignment, position) = [scope, top_level].into_iter().find_map(|candidate| {
+        candidate.facts.assignments.iter().find_map(|assignment| {
+            let Stmt::Assign(assign) = assignment.statement else {
+                return None;
+            };
+            let position = match assign.targets.as_slice() {
+                [Expr::Name(target)] if target.id.as_str() == name => None,
+                [Expr::Tuple(tuple)] => Some(tuple.elts.iter().position(
+                    |element| matches!(element, Expr::Name(target) if target.id.as_str() == name),
+                )?),
+                _ => return None,
+            };
+            Some((assignment, position))
+        })
+    })?;
+    let Expr::Call(call) = assignment.value else {
+        return None;
+    };
+    let Expr::Name(function) = call.func.as_ref() else {
+        return None;
+    };
+    let factory = rewrite.module.scopes.iter().find(|candidate| {
+        candidate.function.is_some()
+            && candidate.parent == Some(0)
+            && candidate.name() == function.id.as_str()
+    })?;
+    let returned = factory
+        .facts
+        .statements
+        .iter()
+        .find_map(|statement| match statement {
+            Stmt::Return(ast::StmtReturn {
+                value: Some(value), ..
+            }) => Some(value.as_ref()),
+            _ => None,
+        })?;
+    let returned = match (position, returned) {
+        (None, value) => value,
+        (Some(index), Expr::Tuple(tuple)) => tuple.elts.get(index)?,
+        (Some(_), _) => return None,
+    };
+    // The factory's own name for it, or the expression it returns.
+    pipeline_source(rewrite, factory, returned)
 }
 
 /// A pipeline a function receives as a parameter (`def train_one_epoch(data)`):
