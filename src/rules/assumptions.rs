@@ -229,7 +229,7 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
     // `getattr(tf.keras.optimizers, name)`: a tensorflow member chosen at run time.
     let module = rewrite.module;
     for scope in &module.scopes {
-        for_each_statement(scope.body, false, &mut |stmt| {
+        for stmt in scope.facts.statements.iter().copied() {
             if let Stmt::Assign(assign) = stmt
                 && let Expr::Call(call) = assign.value.as_ref()
                 && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "getattr")
@@ -244,7 +244,7 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
                         .with_suggestion("construct the optimizer with an explicit class, e.g. `tf.keras.optimizers.Adam(...)`"),
                 );
             }
-        });
+        }
     }
 }
 
@@ -464,9 +464,9 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
         .map(|scope| scope.name().to_string())
         .collect();
     for scope in &module.scopes {
-        for_each_statement(scope.body, false, &mut |stmt| {
+        for stmt in scope.facts.statements.iter().copied() {
             if is_scope(stmt) {
-                return;
+                continue;
             }
             let mut callee_ranges = Vec::new();
             walk_statement_expressions(stmt, &mut |expr| {
@@ -502,7 +502,7 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
                     );
                 }
             });
-        });
+        }
     }
 }
 

@@ -32,7 +32,7 @@ use super::tf1::{
     wrap_optimizers,
 };
 use crate::analysis::training::{Scope, TrainingPattern};
-use crate::analysis::walk::{dotted_name, for_each_statement, keyword, walk_expression};
+use crate::analysis::walk::{dotted_name, keyword, walk_expression};
 use crate::analysis::walk::{is_loop, path_to};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::parse::span;
@@ -162,7 +162,7 @@ fn insert_broadcast(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt, ses
     );
     let mut outside_its_graph = false;
     for candidate in [scope, &rewrite.module.scopes[0]] {
-        for_each_statement(candidate.body, false, &mut |stmt| {
+        for stmt in candidate.facts.statements.iter().copied() {
             if let Stmt::Assign(assign) = stmt
                 && assign
                     .targets
@@ -174,7 +174,7 @@ fn insert_broadcast(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt, ses
             {
                 outside_its_graph = true;
             }
-        });
+        }
     }
     let line = if outside_its_graph {
         format!(
@@ -207,13 +207,13 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     for scope in &module.scopes {
         let mut initializer_names = HashSet::new();
-        for_each_statement(scope.body, false, &mut |stmt| {
+        for stmt in scope.facts.statements.iter().copied() {
             if let Stmt::Assign(assign) = stmt
                 && is_initializer(rewrite, scope, &assign.value, &HashSet::new())
             {
                 initializer_names.extend(assign.targets.iter().filter_map(dotted_name));
             }
-        });
+        }
         for (stmt, call, receiver) in run_calls(scope) {
             let Some(argument) = call.args.first() else {
                 continue;

@@ -14,7 +14,7 @@ use crate::rules::rewrite::ModuleRewrite;
 
 use crate::analysis::library;
 use crate::analysis::training::{Scope, callee_name};
-use crate::analysis::walk::{dotted_name, for_each_statement, is_scope, keyword};
+use crate::analysis::walk::{dotted_name, is_scope, keyword};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -240,7 +240,7 @@ pub fn pin_session_config(
             let name = name.id.to_string();
             let mut assignment = None;
             for candidate in [scope, &rewrite.module.scopes[0]] {
-                for_each_statement(candidate.body, false, &mut |stmt| {
+                for stmt in candidate.facts.statements.iter().copied() {
                     if let Stmt::Assign(assign) = stmt
                         && assign.targets.iter().any(|target| matches!(target, Expr::Name(target) if target.id.as_str() == name))
                         && let Expr::Call(value) = assign.value.as_ref()
@@ -248,7 +248,7 @@ pub fn pin_session_config(
                     {
                         assignment = Some(span(stmt));
                     }
-                });
+                }
                 if assignment.is_some() {
                     break;
                 }
@@ -400,20 +400,22 @@ pub fn is_session_call(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr) -> b
 /// Names bound to sessions in a scope: `sess = tf.Session()` and `with tf.Session() as sess:`.
 pub fn session_names(rewrite: &ModuleRewrite, scope: &Scope) -> HashSet<String> {
     let mut names = HashSet::new();
-    for_each_statement(scope.body, false, &mut |stmt| match stmt {
-        Stmt::Assign(assign) if is_session_call(rewrite, scope, &assign.value) => {
-            names.extend(assign.targets.iter().filter_map(dotted_name));
-        }
-        Stmt::With(with) => {
-            for item in &with.items {
-                if is_session_call(rewrite, scope, &item.context_expr)
-                    && let Some(target) = item.optional_vars.as_deref().and_then(dotted_name)
-                {
-                    names.insert(target);
+    for stmt in scope.facts.statements.iter().copied() {
+        match stmt {
+            Stmt::Assign(assign) if is_session_call(rewrite, scope, &assign.value) => {
+                names.extend(assign.targets.iter().filter_map(dotted_name));
+            }
+            Stmt::With(with) => {
+                for item in &with.items {
+                    if is_session_call(rewrite, scope, &item.context_expr)
+                        && let Some(target) = item.optional_vars.as_deref().and_then(dotted_name)
+                    {
+                        names.insert(target);
+                    }
                 }
             }
+            _ => {}
         }
-        _ => {}
-    });
+    }
     names
 }

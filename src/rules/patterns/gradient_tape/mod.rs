@@ -102,11 +102,11 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
     {
         let scope = &module.scopes[site.scope];
         let mut with_statement = None;
-        for_each_statement(scope.body, false, &mut |stmt| {
+        for stmt in scope.facts.statements.iter().copied() {
             if span(stmt) == site.range {
                 with_statement = Some(stmt);
             }
-        });
+        }
         match with_statement {
             Some(Stmt::With(with)) => {
                 let hvd = rewrite.hvd.clone();
@@ -301,7 +301,7 @@ fn reads_only_globals(scope: &Scope, expr: &Expr) -> bool {
 /// The values `name = ...` assigns in a scope's own statements, in order.
 fn values_assigned_to<'a>(scope: &Scope<'a>, name: &str) -> Vec<&'a Expr> {
     let mut values = Vec::new();
-    for_each_statement(scope.body, false, &mut |stmt| {
+    for stmt in scope.facts.statements.iter().copied() {
         if let Stmt::Assign(assign) = stmt
             && assign
                 .targets
@@ -310,7 +310,7 @@ fn values_assigned_to<'a>(scope: &Scope<'a>, name: &str) -> Vec<&'a Expr> {
         {
             values.push(assign.value.as_ref());
         }
-    });
+    }
     values
 }
 

@@ -8,7 +8,7 @@ use crate::rules::rewrite::ModuleRewrite;
 use super::{CALLBACKS_NOT_VISIBLE, rank_zero_verbose};
 use crate::analysis::library::LibraryClass;
 use crate::analysis::training::Scope;
-use crate::analysis::walk::{for_each_statement, keyword};
+use crate::analysis::walk::keyword;
 use crate::diagnostics::Diagnostic;
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -153,7 +153,7 @@ pub(super) fn list_definitions<'a>(
     let mut other_assignments = 0;
     let scopes = [scope, &rewrite.module.scopes[0]];
     for candidate in scopes {
-        for_each_statement(candidate.body, false, &mut |stmt| {
+        for stmt in candidate.facts.statements.iter().copied() {
             if let Stmt::Assign(assign) = stmt
                 && assign.targets.iter().any(
                     |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
@@ -164,7 +164,7 @@ pub(super) fn list_definitions<'a>(
                     _ => other_assignments += 1,
                 }
             }
-        });
+        }
         if !definitions.is_empty() || other_assignments > 0 {
             break;
         }
@@ -237,7 +237,7 @@ pub(super) fn is_writer_callback(rewrite: &ModuleRewrite, scope: &Scope, element
 /// `callbacks.append(ModelCheckpoint(...))` runs on rank 0 only.
 pub(super) fn guard_writer_appends(rewrite: &mut ModuleRewrite, scope: &Scope, name: &str) {
     let mut appends = Vec::new();
-    for_each_statement(scope.body, false, &mut |stmt| {
+    for stmt in scope.facts.statements.iter().copied() {
         if let Stmt::Expr(expression) = stmt
             && let Expr::Call(call) = expression.value.as_ref()
             && let Expr::Attribute(attribute) = call.func.as_ref()
@@ -250,7 +250,7 @@ pub(super) fn guard_writer_appends(rewrite: &mut ModuleRewrite, scope: &Scope, n
         {
             appends.push(stmt);
         }
-    });
+    }
     for stmt in appends {
         if rewrite.owns_its_lines(&span(stmt)) && !rewrite.is_guarded(stmt) {
             rewrite.guard_statements(&[stmt]);

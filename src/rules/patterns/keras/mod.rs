@@ -36,7 +36,7 @@ use crate::rules::rewrite::ModuleRewrite;
 
 use super::Pattern;
 use crate::analysis::training::{Analysis, ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
-use crate::analysis::walk::{dotted_name, for_each_statement, keyword};
+use crate::analysis::walk::{dotted_name, keyword};
 use crate::analysis::{keras_version, library};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
@@ -223,13 +223,13 @@ fn wrap_model_step_tapes(rewrite: &mut ModuleRewrite) {
     {
         let scope = &module.scopes[site.scope];
         let mut with_statement = None;
-        for_each_statement(scope.body, false, &mut |stmt| {
+        for stmt in scope.facts.statements.iter().copied() {
             if span(stmt) == site.range
                 && let Stmt::With(with) = stmt
             {
                 with_statement = Some(with);
             }
-        });
+        }
         if let Some(with) = with_statement {
             super::gradient_tape::wrap_tape(rewrite, scope, with, &horovod);
         }

@@ -11,7 +11,7 @@ use crate::rules::rewrite::ModuleRewrite;
 
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
 use crate::analysis::training::Scope;
-use crate::analysis::walk::{dotted_name, for_each_statement, keyword};
+use crate::analysis::walk::{dotted_name, keyword};
 use crate::diagnostics::Diagnostic;
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -63,7 +63,7 @@ pub(super) fn factory_scope(
     let module = rewrite.module;
     let mut factory_name = None;
     for scope in [&module.scopes[scope_index], &module.scopes[0]] {
-        for_each_statement(scope.body, false, &mut |stmt| {
+        for stmt in scope.facts.statements.iter().copied() {
             if let Stmt::Assign(assign) = stmt
                 && assign
                     .targets
@@ -74,7 +74,7 @@ pub(super) fn factory_scope(
             {
                 factory_name = Some(function.id.to_string());
             }
-        });
+        }
         if factory_name.is_some() {
             break;
         }
@@ -201,7 +201,7 @@ pub(super) fn optimizer_assignments<'a>(
 ) -> Vec<(&'a Stmt, &'a Expr)> {
     for candidate in [scope, &rewrite.module.scopes[0]] {
         let mut found = Vec::new();
-        for_each_statement(candidate.body, false, &mut |stmt| {
+        for stmt in candidate.facts.statements.iter().copied() {
             if let Stmt::Assign(assign) = stmt
                 && assign
                     .targets
@@ -210,7 +210,7 @@ pub(super) fn optimizer_assignments<'a>(
             {
                 found.push((stmt, assign.value.as_ref()));
             }
-        });
+        }
         if !found.is_empty()
             || candidate
                 .parameters
