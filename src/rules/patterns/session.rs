@@ -28,8 +28,7 @@ use crate::rules::passes::loop_steps::divide_loop_steps;
 use crate::rules::rewrite::ModuleRewrite;
 
 use super::tf1::{
-    canonical_callee, is_session_call, pin_session_config, session_names, tf1_prefix,
-    wrap_optimizers,
+    canonical_callee, is_session_call, pin_session_config, tf1_prefix, wrap_optimizers,
 };
 use crate::analysis::training::{Scope, TrainingPattern};
 use crate::analysis::walk::{dotted_name, keyword, walk_expression};
@@ -230,10 +229,10 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
     // `init_op, saver = build(...)`: an initializer made elsewhere and run by
     // name. The name says what it is; follow it and say so.
     for scope in &module.scopes {
-        let sessions = session_names(rewrite, scope);
+        let sessions = scope.facts.session_names();
         for (stmt, call, receiver) in run_calls(scope) {
             if let (true, [Expr::Name(argument)]) =
-                (sessions.contains(&receiver), call.args.as_slice())
+                (sessions.contains(receiver.as_str()), call.args.as_slice())
                 && argument.id.to_lowercase().contains("init")
                 && matches!(stmt, Stmt::Expr(_) | Stmt::Assign(_))
             {
@@ -272,9 +271,9 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
     let train_ops = train_op_names(rewrite);
     let mut divided = HashSet::new();
     for scope in &module.scopes {
-        let sessions = session_names(rewrite, scope);
+        let sessions = scope.facts.session_names();
         for (stmt, call, receiver) in run_calls(scope) {
-            if !sessions.contains(&receiver) {
+            if !sessions.contains(receiver.as_str()) {
                 if scope.parameters.contains(&receiver) {
                     rewrite.diagnose(
                         Diagnostic::new(SESSION_USED_ACROSS_FUNCTIONS, span(call), format!("`{receiver}` is a session created in another function; the loop here is not divided among workers"))

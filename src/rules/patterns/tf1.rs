@@ -4,8 +4,6 @@
 //! average nothing), pinning the GPU through
 //! the session's `ConfigProto`, and the broadcast hook.
 
-use std::collections::HashSet;
-
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::training::calls_in_scope;
@@ -395,27 +393,4 @@ pub fn divide_stop_at_step_hooks(rewrite: &mut ModuleRewrite) {
 /// `tf.Session(...)` or `tf.InteractiveSession(...)`.
 pub fn is_session_call(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr) -> bool {
     matches!(expr, Expr::Call(call) if matches!(canonical_callee(rewrite, scope, call).as_deref(), Some("tensorflow.Session" | "tensorflow.InteractiveSession")))
-}
-
-/// Names bound to sessions in a scope: `sess = tf.Session()` and `with tf.Session() as sess:`.
-pub fn session_names(rewrite: &ModuleRewrite, scope: &Scope) -> HashSet<String> {
-    let mut names = HashSet::new();
-    for stmt in scope.facts.statements.iter().copied() {
-        match stmt {
-            Stmt::Assign(assign) if is_session_call(rewrite, scope, &assign.value) => {
-                names.extend(assign.targets.iter().filter_map(dotted_name));
-            }
-            Stmt::With(with) => {
-                for item in &with.items {
-                    if is_session_call(rewrite, scope, &item.context_expr)
-                        && let Some(target) = item.optional_vars.as_deref().and_then(dotted_name)
-                    {
-                        names.insert(target);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    names
 }
