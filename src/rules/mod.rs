@@ -218,6 +218,7 @@ fn rewrite_one_pattern<'a>(
     passes::seeds::run(&mut rewrite);
     passes::device_pinning::run(&mut rewrite);
     passes::rank_zero::run(&mut rewrite);
+    passes::downloads::run(&mut rewrite);
     assumptions::check(&mut rewrite);
     let (edits, diagnostics) = rewrite.finish();
     ModuleRewriteResult {

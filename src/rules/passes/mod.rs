@@ -4,6 +4,7 @@
 //! and sharding are called by the patterns on the loop they found.
 
 pub mod device_pinning;
+pub mod downloads;
 pub mod init_block;
 pub mod learning_rate;
 pub mod loop_steps;
@@ -17,6 +18,7 @@ use crate::diagnostics::Code;
 pub fn codes() -> Vec<Code> {
     [
         device_pinning::CODES,
+        downloads::CODES,
         learning_rate::CODES,
         loop_steps::CODES,
         rank_zero::CODES,

@@ -59,6 +59,13 @@ pub trait Pattern: Sync {
     /// `None` when this pattern cannot place one.
     fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String>;
 
+    /// A statement that makes every rank wait for the others, where the
+    /// pattern can run one without a session (`name` names it); `None`
+    /// otherwise.
+    fn eager_barrier(&self, _context: &RewriteContext, _name: &str) -> Option<String> {
+        None
+    }
+
     /// The diagnostics this pattern raises and documents.
     fn codes(&self) -> &'static [Code] {
         &[]

@@ -81,6 +81,13 @@ impl Pattern for GradientTape {
         ))
     }
 
+    fn eager_barrier(&self, context: &RewriteContext, name: &str) -> Option<String> {
+        Some(format!(
+            "{}.allreduce({}.constant(0), name=\"{name}\")",
+            context.hvd, context.tf
+        ))
+    }
+
     fn codes(&self) -> &'static [Code] {
         &[APPLY_GRADIENTS_POSITION, TRAINING_LOOP_SPREAD_OVER_FILES]
     }

@@ -111,6 +111,10 @@ impl Pattern for Keras {
         ))
     }
 
+    fn eager_barrier(&self, context: &RewriteContext, name: &str) -> Option<String> {
+        Some(format!("{}.allreduce(0, name=\"{name}\")", context.hvd))
+    }
+
     fn codes(&self) -> &'static [Code] {
         &[CALLBACKS_NOT_VISIBLE]
     }
@@ -265,6 +269,11 @@ fn wrap_optimizer_compiled_for(
 }
 
 pub(super) fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
+    if rewrite.had_horovod {
+        // Like its prints, the progress output of code that already uses
+        // Horovod is its author's choice.
+        return;
+    }
     let test = rewrite.rank_zero_test();
     match keyword(call, "verbose") {
         Some(verbose) => {
