@@ -274,10 +274,7 @@ fn python_files_of_paths(
                     format!("{relative}/{file}")
                 });
             }
-        } else if absolute
-            .extension()
-            .is_some_and(|extension| extension == "py")
-        {
+        } else if crate::workspace::discover::is_python_source(&absolute) {
             scope.insert(relative);
         }
     }

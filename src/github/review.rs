@@ -43,6 +43,16 @@ impl Bot {
             let Some(rewritten) = &module.rewritten else {
                 continue;
             };
+            // A suggestion on a notebook's JSON is of no use to a reviewer:
+            // its rewrite goes in the summary comment, cell by cell.
+            if !module.cell_changes.is_empty() {
+                rest.push(FileDiff {
+                    path: module.relative_path.clone(),
+                    pattern: module.classification.name(),
+                    diff: module.diff(),
+                });
+                continue;
+            }
             let repository_path = self.to_repository_path(&module.relative_path);
             let lines = diff_lines
                 .get(repository_path.as_str())

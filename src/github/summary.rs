@@ -140,7 +140,10 @@ impl Summary<'_> {
                     .ok();
                 }
                 if !rest.is_empty() {
-                    let heading = if *suggestions > 0 {
+                    let notebooks = rest.iter().any(|diff| diff.path.ends_with(".ipynb"));
+                    let heading = if *suggestions > 0 && notebooks {
+                        "The rest of the rewrite (notebooks, cell by cell, and lines this pull request did not change):"
+                    } else if *suggestions > 0 {
                         "The rest of the rewrite, on lines this pull request did not change:"
                     } else {
                         "The rewrite:"

@@ -133,7 +133,10 @@ pub fn find_magics(text: &str) -> CellMagics {
     {
         let name = magic.split_whitespace().next().unwrap_or_default();
         if !PYTHON_BODY_CELL_MAGICS.contains(&name) {
-            let lines = lines.into_iter().filter(|range| !range.is_empty()).collect();
+            let lines = lines
+                .into_iter()
+                .filter(|range| !range.is_empty())
+                .collect();
             return CellMagics {
                 lines,
                 is_python: false,
@@ -161,8 +164,9 @@ pub fn find_magics(text: &str) -> CellMagics {
 }
 
 /// The text with every IPython line replaced by a placeholder of the same byte
-/// length: `pass` where a statement starts (so that a magic alone in a block
-/// still parses), else a comment.
+/// length: `pass` where a statement starts in a block (so that a magic alone
+/// in a block still parses), else a comment (at the top level a `pass` would
+/// be code before the imports).
 pub fn with_placeholders(text: &str, magics: &CellMagics) -> String {
     let mut output = text.to_string();
     let mut previous_continues = false;
@@ -170,7 +174,7 @@ pub fn with_placeholders(text: &str, magics: &CellMagics) -> String {
         let line = &text[range.clone()];
         let indentation = line.len() - line.trim_start().len();
         let body = line.len() - indentation;
-        let statement = magics.is_python && !previous_continues;
+        let statement = magics.is_python && !previous_continues && indentation > 0;
         let placeholder = if statement && body >= 4 {
             format!("pass{}", " ".repeat(body - 4))
         } else {

@@ -127,7 +127,8 @@ fn json_error(error: &serde_json::Error) -> NotebookError {
 impl Notebook {
     /// Reads a notebook's JSON text.
     pub fn parse(raw: String) -> Result<Notebook, NotebookError> {
-        let shape: NotebookShape = serde_json::from_str(&raw).map_err(|error| json_error(&error))?;
+        let shape: NotebookShape =
+            serde_json::from_str(&raw).map_err(|error| json_error(&error))?;
         match shape.nbformat.as_ref().and_then(serde_json::Value::as_u64) {
             Some(4) => {}
             Some(version) => {
@@ -218,6 +219,20 @@ impl Notebook {
         self.position(line_start + column_bytes)
     }
 
+    /// The line of the notebook file holding a line of a cell (for tools
+    /// that annotate the file itself): the line's string in a list-of-lines
+    /// source, else where the source starts.
+    pub fn file_line(&self, cell_number: usize, line: usize) -> Option<usize> {
+        let cell = self.cells.iter().find(|cell| cell.number == cell_number)?;
+        let offset = match &cell.layout {
+            SourceLayout::Lines { elements } => elements
+                .get(line.saturating_sub(1))
+                .map_or(cell.source_span.start, |element| element.start),
+            SourceLayout::Text => cell.source_span.start,
+        };
+        Some(self.raw[..offset].matches('\n').count() + 1)
+    }
+
     /// Applies edits of the Python text to the cells they fall in, and writes
     /// the notebook back with only those cells' `source` changed.
     pub fn rewrite(&self, edits: &[Edit]) -> Result<NotebookRewrite, String> {
@@ -226,9 +241,11 @@ impl Notebook {
             let index = self.owning_cell(edit)?;
             let cell = &self.cells[index];
             let local = edit.range.start - cell.start..edit.range.end - cell.start;
-            if let Some(magic) = cell.magics.lines.iter().find(|line| {
-                !local.is_empty() && local.start < line.end && line.start < local.end
-            }) {
+            if let Some(magic) =
+                cell.magics.lines.iter().find(|line| {
+                    !local.is_empty() && local.start < line.end && line.start < local.end
+                })
+            {
                 let line = cell.text[..magic.start].matches('\n').count() + 1;
                 return Err(format!(
                     "the rewrite would change the IPython line {line} of cell {} (a magic or shell command); nothing was rewritten",
@@ -366,7 +383,9 @@ impl Notebook {
             _ => None,
         });
         borrowed.unwrap_or_else(|| {
-            let line_start = self.raw[..span.start].rfind('\n').map_or(0, |index| index + 1);
+            let line_start = self.raw[..span.start]
+                .rfind('\n')
+                .map_or(0, |index| index + 1);
             let line = &self.raw[line_start..span.start];
             let indentation = &line[..line.len() - line.trim_start().len()];
             (
@@ -384,10 +403,17 @@ fn json_string(text: &str) -> String {
 }
 
 /// Decodes one cell's `source` (a string or a list of strings) and finds its magics.
-fn read_cell(raw: &str, number: usize, source: &RawValue, start: usize) -> Result<CodeCell, String> {
+fn read_cell(
+    raw: &str,
+    number: usize,
+    source: &RawValue,
+    start: usize,
+) -> Result<CodeCell, String> {
     let source_text = source.get();
     let source_span = offset_in(raw, source_text)..offset_in(raw, source_text) + source_text.len();
-    let invalid = |error: serde_json::Error| format!("`source` is not a string or a list of strings: {error}");
+    let invalid = |error: serde_json::Error| {
+        format!("`source` is not a string or a list of strings: {error}")
+    };
     let (text, layout) = if source_text.starts_with('[') {
         let elements: Vec<&RawValue> = serde_json::from_str(source_text).map_err(invalid)?;
         let mut text = String::new();

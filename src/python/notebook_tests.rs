@@ -48,7 +48,7 @@ fn code_cells_form_one_module_with_magics_as_placeholders() {
     let notebook = notebook();
     assert_eq!(
         notebook.python(),
-        "pass              \nimport tensorflow as tf\npass       \nmodel.fit(x, epochs=\"3\")\nprint('é')\n"
+        "#                 \nimport tensorflow as tf\n#          \nmodel.fit(x, epochs=\"3\")\nprint('é')\n"
     );
 }
 
@@ -72,13 +72,32 @@ fn positions_name_the_cell_counting_markdown_cells() {
 }
 
 #[test]
+fn file_lines_point_at_the_cell_line_in_the_json() {
+    let notebook = notebook();
+    let line_of = |needle: &str| {
+        NOTEBOOK[..NOTEBOOK.find(needle).unwrap()]
+            .matches('\n')
+            .count()
+            + 1
+    };
+    assert_eq!(
+        notebook.file_line(2, 2),
+        Some(line_of("\"import tensorflow"))
+    );
+    assert_eq!(notebook.file_line(3, 2), Some(line_of("\"!nvidia-smi")));
+}
+
+#[test]
 fn a_rewrite_changes_only_the_sources_of_changed_cells() {
     let notebook = notebook();
     let python = notebook.python();
     let after_import = python.find("tf\n").unwrap() + 3;
     let fit = python.find("model.fit").unwrap();
     let edits = vec![
-        Edit::insertion(after_import, "import horovod.tensorflow.keras as hvd\nhvd.init()\n"),
+        Edit::insertion(
+            after_import,
+            "import horovod.tensorflow.keras as hvd\nhvd.init()\n",
+        ),
         Edit::insertion(fit, "# hvd\n"),
     ];
     let rewrite = notebook.rewrite(&edits).expect("the rewrite applies");
@@ -90,7 +109,11 @@ fn a_rewrite_changes_only_the_sources_of_changed_cells() {
         .replace("\"!nvidia-smi\\nmodel.fit", "\"!nvidia-smi\\n# hvd\\nmodel.fit");
     assert_eq!(rewrite.text, expected);
     assert_eq!(
-        rewrite.changes.iter().map(|change| change.number).collect::<Vec<_>>(),
+        rewrite
+            .changes
+            .iter()
+            .map(|change| change.number)
+            .collect::<Vec<_>>(),
         vec![2, 3]
     );
     assert_eq!(
@@ -98,7 +121,7 @@ fn a_rewrite_changes_only_the_sources_of_changed_cells() {
         "%matplotlib inline\nimport tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.init()"
     );
     let again = Notebook::parse(rewrite.text).expect("the rewrite reads");
-    assert!(again.python().contains("hvd.init()\npass       \n# hvd\n"));
+    assert!(again.python().contains("hvd.init()\n#          \n# hvd\n"));
 }
 
 #[test]
@@ -111,7 +134,7 @@ fn no_edits_leave_the_file_byte_for_byte() {
 #[test]
 fn edits_on_magic_lines_are_refused() {
     let notebook = notebook();
-    let magic = notebook.python().find("pass       \nmodel").unwrap();
+    let magic = notebook.python().find("#          \nmodel").unwrap();
     let error = notebook
         .rewrite(&[Edit::replacement(magic..magic + 4, "x")])
         .unwrap_err();
@@ -121,10 +144,20 @@ fn edits_on_magic_lines_are_refused() {
 #[test]
 fn bad_notebooks_are_errors_naming_where() {
     let invalid = Notebook::parse("{\n \"cells\": [,\n}".into()).unwrap_err();
-    assert_eq!(invalid.location, Some(Location { line: 2, column: 12 }));
+    assert_eq!(
+        invalid.location,
+        Some(Location {
+            line: 2,
+            column: 12
+        })
+    );
     assert!(invalid.message.contains("invalid JSON"));
     let old = Notebook::parse(r#"{"nbformat": 3, "worksheets": []}"#.into()).unwrap_err();
-    assert!(old.message.contains("nbformat 3 is not supported"), "{}", old.message);
+    assert!(
+        old.message.contains("nbformat 3 is not supported"),
+        "{}",
+        old.message
+    );
     let no_source =
         Notebook::parse(r#"{"nbformat": 4, "cells": [{"cell_type": "markdown", "source": ""}, {"cell_type": "code"}]}"#.into())
             .unwrap_err();
@@ -135,9 +168,13 @@ fn bad_notebooks_are_errors_naming_where() {
 fn a_cell_whose_list_was_empty_gets_nbformat_layout() {
     let text = "{\n \"cells\": [\n  {\n   \"cell_type\": \"code\",\n   \"source\": []\n  }\n ],\n \"nbformat\": 4\n}";
     let notebook = Notebook::parse(text.to_string()).unwrap();
-    let rewrite = notebook.rewrite(&[Edit::insertion(0, "a = 1\nb = 2\n")]).unwrap();
+    let rewrite = notebook
+        .rewrite(&[Edit::insertion(0, "a = 1\nb = 2\n")])
+        .unwrap();
     assert!(
-        rewrite.text.contains("\"source\": [\n    \"a = 1\\n\",\n    \"b = 2\\n\"\n   ]"),
+        rewrite
+            .text
+            .contains("\"source\": [\n    \"a = 1\\n\",\n    \"b = 2\\n\"\n   ]"),
         "{}",
         rewrite.text
     );

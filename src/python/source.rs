@@ -43,7 +43,11 @@ impl SourceFile {
     /// Where a person looks for a byte offset: the notebook cell (if any) and
     /// the line and column in it, else in the file.
     pub fn position(&self, offset: usize) -> (Option<usize>, Location) {
-        match self.notebook.as_ref().and_then(|notebook| notebook.position(offset)) {
+        match self
+            .notebook
+            .as_ref()
+            .and_then(|notebook| notebook.position(offset))
+        {
             Some((cell, location)) => (Some(cell), location),
             None => (None, self.location(offset)),
         }

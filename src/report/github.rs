@@ -30,11 +30,19 @@ fn command(severity: Severity) -> &'static str {
 pub fn render(outcome: &RunOutcome) -> String {
     let mut out = String::new();
     for problem in &outcome.problems {
-        let (severity, message, location) =
+        let (severity, mut message, location) =
             (problem.severity(), problem.message(), problem.location());
-        let position = location
+        let mut position = location
             .map(|at| format!(",line={},col={}", at.line, at.column))
             .unwrap_or_default();
+        if let Some(cell) = problem.cell() {
+            // Lines of a notebook's cell are not lines of its file.
+            let at = location
+                .map(|at| format!(", line {}, column {}", at.line, at.column))
+                .unwrap_or_default();
+            message = format!("cell {cell}{at}: {message}");
+            position.clear();
+        }
         writeln!(
             out,
             "::{} file={}{position},title=distribute::{}",
@@ -52,15 +60,33 @@ pub fn render(outcome: &RunOutcome) -> String {
                 message.push_str("\nSuggestion: ");
                 message.push_str(suggestion);
             }
+            let title = format!("{} {}", diagnostic.code, diagnostic.name);
+            let (position, title) = match (diagnostic.cell, diagnostic.file_lines) {
+                // In a notebook: the annotation goes on the JSON lines of the
+                // cell's source, and the title names the cell and its line.
+                (Some(cell), Some((start, end))) => (
+                    format!("line={start},endLine={end}"),
+                    format!(
+                        "{title} (cell {cell}, line {}, column {})",
+                        diagnostic.line, diagnostic.column
+                    ),
+                ),
+                _ => (
+                    format!(
+                        "line={},col={},endLine={},endColumn={}",
+                        diagnostic.line,
+                        diagnostic.column,
+                        diagnostic.end_line,
+                        diagnostic.end_column
+                    ),
+                    title,
+                ),
+            };
             writeln!(
                 out,
-                "::{} file={file},line={},col={},endLine={},endColumn={},title={}::{}",
+                "::{} file={file},{position},title={}::{}",
                 command(diagnostic.severity),
-                diagnostic.line,
-                diagnostic.column,
-                diagnostic.end_line,
-                diagnostic.end_column,
-                escape_property(&format!("{} {}", diagnostic.code, diagnostic.name)),
+                escape_property(&title),
                 escape_data(&message)
             )
             .ok();
