@@ -13,6 +13,10 @@
 //! deadlock fails, it does not hang the suite), their checksums must agree, and each
 //! must have run at most ceil(N/2) steps.
 //!
+//! A package whose entry point is `train.ipynb` instead runs its code cells in order as
+//! one script, IPython lines (magics, shell escapes, help) left out, as Jupyter's
+//! "Run All" would run them.
+//!
 //! The Horovod environment (TensorFlow-CPU 2.12.1, Horovod 0.28.1 with Gloo) is created
 //! by `scripts/setup-horovod` when missing: a few minutes, once. These tests are never
 //! skipped unless `DISTRIBUTE_SKIP_HOROVOD=1` is set, which is for quick local loops
@@ -88,6 +92,7 @@ e2e_cases!(
     tape_gan_two_optimizers,
     estimator_canned_regressor_v2,
     tf1_session_decay_while,
+    keras_notebook_cells,
 );
 
 #[test]
@@ -344,6 +349,58 @@ fn expected_steps(case_directory: &Path) -> Option<u64> {
     }
 }
 
+/// The script to run in a package: `train.py`, or for a notebook package the
+/// code cells of `train.ipynb` written out as one script beside it.
+fn entry_script(package: &Path) -> &'static str {
+    let notebook = package.join("train.ipynb");
+    if !notebook.exists() {
+        return "train.py";
+    }
+    let text = std::fs::read_to_string(&notebook).unwrap();
+    let notebook: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{}: not JSON: {error}", package.display()));
+    let mut script = String::new();
+    for cell in notebook["cells"].as_array().expect("a cells list") {
+        if cell["cell_type"] != "code" {
+            continue;
+        }
+        let source = match &cell["source"] {
+            serde_json::Value::Array(lines) => {
+                lines.iter().filter_map(|line| line.as_str()).collect()
+            }
+            other => other.as_str().expect("source is text").to_string(),
+        };
+        script.push_str(&python_of_cell(&source));
+        script.push('\n');
+    }
+    std::fs::write(package.join("notebook_cells.py"), script).unwrap();
+    "notebook_cells.py"
+}
+
+/// A cell's Python: a `%%time` cell's body; nothing for another cell magic;
+/// IPython lines (`%magic`, `!shell`, `name?`) replaced by `pass` at their indentation.
+fn python_of_cell(source: &str) -> String {
+    let mut lines: Vec<&str> = source.lines().collect();
+    if let Some(first) = lines.first().filter(|line| line.starts_with("%%")) {
+        if !first.starts_with("%%time") {
+            return String::new();
+        }
+        lines.remove(0);
+    }
+    let mut python = String::new();
+    for line in lines {
+        let code = line.trim_start();
+        let indentation = &line[..line.len() - code.len()];
+        if code.starts_with('%') || code.starts_with('!') || code.ends_with('?') {
+            python.push_str(&format!("{indentation}pass\n"));
+        } else {
+            python.push_str(line);
+            python.push('\n');
+        }
+    }
+    python
+}
+
 /// Copies the case's package (without the harness metadata) to `to`.
 fn copy_package(case_directory: &Path, to: &Path) {
     support::copy_tree(case_directory, to);
@@ -422,7 +479,7 @@ fn run_as_written(
 ) -> (Run, RunResult) {
     let python = venv.join("bin/python");
     let mut command = python_command(&python, venv, &scratch.single, &scratch.single_results);
-    command.arg("train.py");
+    command.arg(entry_script(&scratch.single));
     let single_run = run_limited(command, &scratch.logs, "single");
     assert!(
         single_run.succeeded(),
@@ -498,7 +555,7 @@ fn run_two_workers<'c>(
     command
         .args(["-np", "2", "-H", "localhost:2", "--gloo"])
         .arg(&python)
-        .arg("train.py");
+        .arg(entry_script(&scratch.distributed));
     let run = run_limited(command, &scratch.logs, "two-workers");
     let results = (0..2)
         .map(|rank| {

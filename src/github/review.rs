@@ -43,14 +43,8 @@ impl Bot {
             let Some(rewritten) = &module.rewritten else {
                 continue;
             };
-            // A suggestion on a notebook's JSON is of no use to a reviewer:
-            // its rewrite goes in the summary comment, cell by cell.
-            if !module.cell_changes.is_empty() {
-                rest.push(FileDiff {
-                    path: module.relative_path.clone(),
-                    pattern: module.classification.name(),
-                    diff: module.diff(),
-                });
+            if let Some(notebook) = notebook_rewrite(module) {
+                rest.push(notebook);
                 continue;
             }
             let repository_path = self.to_repository_path(&module.relative_path);
@@ -177,4 +171,14 @@ impl Bot {
             pull_request: None,
         })
     }
+}
+
+/// A notebook's rewrite, cell by cell, for the summary comment: a suggestion
+/// on a notebook's JSON is of no use to a reviewer.
+fn notebook_rewrite(module: &crate::engine::ModuleOutcome) -> Option<FileDiff> {
+    (!module.cell_changes.is_empty()).then(|| FileDiff {
+        path: module.relative_path.clone(),
+        pattern: module.classification.name(),
+        diff: module.diff(),
+    })
 }

@@ -114,13 +114,17 @@ fn offset_in(whole: &str, part: &str) -> usize {
 }
 
 fn json_error(error: &serde_json::Error) -> NotebookError {
+    // The position is reported as the problem's line and column, not twice.
+    let text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    let reason = text.strip_suffix(&position).unwrap_or(&text);
     NotebookError {
         cell: None,
         location: Some(Location {
             line: error.line(),
             column: error.column(),
         }),
-        message: format!("not a valid notebook: invalid JSON ({error})"),
+        message: format!("not a valid notebook: invalid JSON ({reason})"),
     }
 }
 
