@@ -4,6 +4,7 @@
 //! OpenAPI description). A suggestion block on a notebook's JSON would be of no
 //! use to a reviewer: review mode puts the notebook's rewrite, cell by cell,
 //! in the summary comment; pull-request mode commits the rewritten notebook.
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -93,6 +93,7 @@ e2e_cases!(
     estimator_canned_regressor_v2,
     tf1_session_decay_while,
     keras_notebook_cells,
+    tape_notebook_magics,
 );
 
 #[test]
@@ -349,14 +350,28 @@ fn expected_steps(case_directory: &Path) -> Option<u64> {
     }
 }
 
-/// The script to run in a package: `train.py`, or for a notebook package the
-/// code cells of `train.ipynb` written out as one script beside it.
+/// The script to run in a package: `train.py`, or for a notebook package
+/// (no `train.py`, one notebook at the top) the code cells of the notebook
+/// written out as one script beside it.
 fn entry_script(package: &Path) -> &'static str {
-    let notebook = package.join("train.ipynb");
-    if !notebook.exists() {
+    if package.join("train.py").exists() {
         return "train.py";
     }
-    let text = std::fs::read_to_string(&notebook).unwrap();
+    let notebooks: Vec<PathBuf> = std::fs::read_dir(package)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "ipynb")
+        })
+        .collect();
+    let [notebook] = notebooks.as_slice() else {
+        panic!(
+            "{}: no train.py and not exactly one notebook",
+            package.display()
+        );
+    };
+    let text = std::fs::read_to_string(notebook).unwrap();
     let notebook: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|error| panic!("{}: not JSON: {error}", package.display()));
     let mut script = String::new();
@@ -377,21 +392,38 @@ fn entry_script(package: &Path) -> &'static str {
     "notebook_cells.py"
 }
 
-/// A cell's Python: a `%%time` cell's body; nothing for another cell magic;
-/// IPython lines (`%magic`, `!shell`, `name?`) replaced by `pass` at their indentation.
+/// A cell's Python: the body of a `%%time` or `%%capture` cell; nothing for
+/// another cell magic; IPython lines (`%magic`, `!shell`, `name?`, `x = !ls`)
+/// replaced by `pass` at their indentation.
 fn python_of_cell(source: &str) -> String {
     let mut lines: Vec<&str> = source.lines().collect();
     if let Some(first) = lines.first().filter(|line| line.starts_with("%%")) {
-        if !first.starts_with("%%time") {
+        if !(first.starts_with("%%time") || first.starts_with("%%capture")) {
             return String::new();
         }
         lines.remove(0);
     }
+    let is_ipython = |code: &str| {
+        let assigned = code
+            .split_once(" = ")
+            .map_or("", |(_, value)| value.trim_start());
+        let help_on = code.trim_end_matches('?');
+        let is_help = help_on.len() < code.len()
+            && !help_on.is_empty()
+            && help_on
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        code.starts_with('%')
+            || (code.starts_with('!') && !code.starts_with("!="))
+            || is_help
+            || assigned.starts_with('%')
+            || assigned.starts_with('!')
+    };
     let mut python = String::new();
     for line in lines {
         let code = line.trim_start();
         let indentation = &line[..line.len() - code.len()];
-        if code.starts_with('%') || code.starts_with('!') || code.ends_with('?') {
+        if is_ipython(code) {
             python.push_str(&format!("{indentation}pass\n"));
         } else {
             python.push_str(line);

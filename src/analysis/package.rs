@@ -90,7 +90,7 @@ impl FileProblem {
         match &self.kind {
             FileProblemKind::Error(error) => error.location(),
             FileProblemKind::Notebook(error) => error.location,
-            FileProblemKind::Empty => None,
+            FileProblemKind::Empty | FileProblemKind::NotPython(_) => None,
         }
     }
 
@@ -108,7 +108,9 @@ impl FileProblem {
             FileProblemKind::Error(_) | FileProblemKind::Notebook(_) => {
                 crate::diagnostics::Severity::Error
             }
-            FileProblemKind::Empty => crate::diagnostics::Severity::Warning,
+            FileProblemKind::Empty | FileProblemKind::NotPython(_) => {
+                crate::diagnostics::Severity::Warning
+            }
         }
     }
 
@@ -117,6 +119,9 @@ impl FileProblem {
             FileProblemKind::Error(error) => error.to_string(),
             FileProblemKind::Notebook(error) => error.to_string(),
             FileProblemKind::Empty => "empty file: nothing to analyse".to_string(),
+            FileProblemKind::NotPython(language) => {
+                format!("a notebook in {language}, not Python: not analysed")
+            }
         }
     }
 }
@@ -126,6 +131,8 @@ pub enum FileProblemKind {
     Error(LoadError),
     /// A notebook that could not be read, or whose cells do not parse.
     Notebook(NotebookError),
+    /// A notebook whose kernel runs another language (its name).
+    NotPython(String),
     /// An empty file other than a package's `__init__.py`.
     Empty,
 }
@@ -231,6 +238,12 @@ fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile, Fi
                 relative_path: relative_path.clone(),
                 kind: FileProblemKind::Notebook(error),
             })?;
+            if let Some(language) = notebook.other_language() {
+                return Err(FileProblem {
+                    relative_path: relative_path.clone(),
+                    kind: FileProblemKind::NotPython(language.to_string()),
+                });
+            }
             Ok(ReadFile {
                 relative_path: relative_path.clone(),
                 path,

@@ -77,6 +77,8 @@ pub struct Notebook {
     cells: Vec<CodeCell>,
     /// The code cells joined, IPython lines replaced by placeholders.
     python: String,
+    /// The kernel's language, when the notebook says.
+    language: Option<String>,
 }
 
 /// One cell the rewrite changes.
@@ -97,8 +99,26 @@ pub struct NotebookRewrite {
 #[derive(Deserialize)]
 struct NotebookShape<'a> {
     nbformat: Option<serde_json::Value>,
+    #[serde(default)]
+    metadata: NotebookMetadata,
     #[serde(borrow)]
     cells: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize, Default)]
+struct NotebookMetadata {
+    kernelspec: Option<Kernelspec>,
+    language_info: Option<LanguageInfo>,
+}
+
+#[derive(Deserialize)]
+struct Kernelspec {
+    language: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct LanguageInfo {
+    name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -146,6 +166,10 @@ impl Notebook {
                 ));
             }
         }
+        let metadata = &shape.metadata;
+        let language = (metadata.language_info.as_ref())
+            .and_then(|info| info.name.clone())
+            .or_else(|| metadata.kernelspec.as_ref()?.language.clone());
         let raw_cells = shape
             .cells
             .ok_or_else(|| NotebookError::in_file("not a valid notebook: no `cells` list"))?;
@@ -173,13 +197,26 @@ impl Notebook {
             }
             cells.push(cell);
         }
-        Ok(Notebook { raw, cells, python })
+        Ok(Notebook {
+            raw,
+            cells,
+            python,
+            language,
+        })
     }
 
     /// The module's Python text: the code cells in order, each ending with a
     /// newline, IPython lines replaced by placeholders of the same length.
     pub fn python(&self) -> &str {
         &self.python
+    }
+
+    /// The kernel's language when it is not Python (an R or Julia notebook):
+    /// such a notebook is no Python source.
+    pub fn other_language(&self) -> Option<&str> {
+        self.language
+            .as_deref()
+            .filter(|language| !language.eq_ignore_ascii_case("python"))
     }
 
     /// The file as read.
@@ -278,6 +315,7 @@ impl Notebook {
             if rewritten == cell.text {
                 continue;
             }
+            check_cell_parses(cell.number, &rewritten)?;
             text.push_str(&self.raw[cursor..cell.source_span.start]);
             text.push_str(&self.encode_source(cell, &rewritten));
             cursor = cell.source_span.end;
@@ -291,13 +329,20 @@ impl Notebook {
         Ok(NotebookRewrite { text, changes })
     }
 
-    /// The cell an edit belongs to. Code inserted between two cells goes at
-    /// the end of the earlier one when it holds Python (code inserted after a
-    /// cell's last statement stays with it), else at the start of the later.
+    /// The cell an edit belongs to. Whole lines inserted between two cells go
+    /// at the end of the earlier one when it holds Python (code inserted after
+    /// a cell's last statement stays with it); the start of a line (a guard
+    /// `if ...:` and the indentation of the statement it guards) goes with
+    /// the later cell, which holds the rest of that line.
     fn owning_cell(&self, edit: &Edit) -> Result<usize, String> {
         let Range { start, end } = edit.range;
         let ends_at = |cell: &CodeCell| cell.start + cell.len();
-        let found = if start == end {
+        let whole_lines = edit.content.is_empty() || edit.content.ends_with('\n');
+        let found = if start == end && !whole_lines {
+            self.cells.iter().position(|cell| {
+                cell.magics.is_python && cell.start <= start && start < ends_at(cell)
+            })
+        } else if start == end {
             self.cells
                 .iter()
                 .position(|cell| {
@@ -399,6 +444,15 @@ impl Notebook {
             )
         })
     }
+}
+
+/// Jupyter compiles each cell on its own: a rewritten cell must parse alone
+/// (a statement split between two cells would not run).
+fn check_cell_parses(number: usize, source: &str) -> Result<(), String> {
+    let python = with_placeholders(source, &find_magics(source));
+    super::parse::parse_module(&python, "cell").map(|_| ()).map_err(|error| {
+        format!("internal error: rewritten cell {number} does not parse on its own ({error}); nothing was rewritten (please report this)")
+    })
 }
 
 /// A JSON string literal, escaped as serde_json (and Python's json) do.

@@ -125,6 +125,40 @@ fn a_rewrite_changes_only_the_sources_of_changed_cells() {
 }
 
 #[test]
+fn a_guard_inserted_before_a_cells_first_statement_stays_in_that_cell() {
+    let notebook = notebook();
+    let fit = notebook.python().find("model.fit").unwrap();
+    let print = notebook.python().find("print('é')").unwrap();
+    let guard = |offset| Edit::insertion(offset, "if hvd.rank() == 0:\n    ");
+    let rewrite = notebook.rewrite(&[guard(fit), guard(print)]).unwrap();
+    assert_eq!(
+        rewrite.changes[0].rewritten,
+        "!nvidia-smi\nif hvd.rank() == 0:\n    model.fit(x, epochs=\"3\")\nif hvd.rank() == 0:\n    print('é')"
+    );
+    // At the boundary of two cells, the guard goes with the statement it guards.
+    let two_cells = Notebook::parse(
+        r#"{"nbformat": 4, "cells": [{"cell_type": "code", "source": "a = 1"}, {"cell_type": "code", "source": "print(a)"}]}"#.into(),
+    )
+    .unwrap();
+    let rewrite = two_cells.rewrite(&[guard(6)]).unwrap();
+    assert_eq!(rewrite.changes.len(), 1);
+    assert_eq!(rewrite.changes[0].number, 2);
+    assert_eq!(
+        rewrite.changes[0].rewritten,
+        "if hvd.rank() == 0:\n    print(a)"
+    );
+    // A block opened at the end of one cell whose body is the next cell's.
+    let third_cell = notebook.python().find("#          \n").unwrap();
+    let error = notebook
+        .rewrite(&[Edit::insertion(third_cell, "if hvd.rank() == 0:\n")])
+        .unwrap_err();
+    assert!(
+        error.contains("cell 2 does not parse on its own"),
+        "{error}"
+    );
+}
+
+#[test]
 fn no_edits_leave_the_file_byte_for_byte() {
     let rewrite = notebook().rewrite(&[]).unwrap();
     assert_eq!(rewrite.text, NOTEBOOK);
@@ -162,6 +196,16 @@ fn bad_notebooks_are_errors_naming_where() {
         Notebook::parse(r#"{"nbformat": 4, "cells": [{"cell_type": "markdown", "source": ""}, {"cell_type": "code"}]}"#.into())
             .unwrap_err();
     assert_eq!(no_source.cell, Some(2));
+}
+
+#[test]
+fn the_kernel_language_is_read() {
+    assert_eq!(notebook().other_language(), None);
+    let r = r#"{"nbformat": 4, "cells": [], "metadata": {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}}"#;
+    assert_eq!(
+        Notebook::parse(r.into()).unwrap().other_language(),
+        Some("R")
+    );
 }
 
 #[test]
