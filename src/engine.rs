@@ -264,10 +264,11 @@ fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> Mod
     }
     match apply_edits(&source.text, &edits) {
         Err(conflict) => {
-            let at = source.location(conflict.second.range.start);
+            let offset = conflict.second.range.start;
             outcome.rewrite_error = Some(format!(
-                "internal error: two edits conflict at line {}, column {}; nothing was rewritten (please report this)",
-                at.line, at.column
+                "internal error: two edits conflict at {}, column {}; nothing was rewritten (please report this)",
+                source.line_label(offset),
+                source.position(offset).1.column
             ));
         }
         Ok(rewritten) if rewritten != source.text => {

@@ -40,6 +40,15 @@ impl SourceFile {
         source
     }
 
+    /// The line of an offset as messages name it: `line 12`, or in a
+    /// notebook `cell 4, line 2`.
+    pub fn line_label(&self, offset: usize) -> String {
+        match self.position(offset) {
+            (Some(cell), location) => format!("cell {cell}, line {}", location.line),
+            (None, location) => format!("line {}", location.line),
+        }
+    }
+
     /// Where a person looks for a byte offset: the notebook cell (if any) and
     /// the line and column in it, else in the file.
     pub fn position(&self, offset: usize) -> (Option<usize>, Location) {

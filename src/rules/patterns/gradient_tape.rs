@@ -370,7 +370,7 @@ fn broadcast_after_first_step(
         rewrite.diagnose(Diagnostic::new(
             BROADCAST_PLACEMENT,
             span(apply),
-            format!("`{step_name}` is called by the training loop in {path} (line {line}): the one-time broadcast and the step count are rewritten there"),
+            format!("`{step_name}` is called by the training loop in {path} ({line}): the one-time broadcast and the step count are rewritten there"),
         ));
         return;
     }
@@ -664,18 +664,13 @@ fn place_broadcast(
             broadcasts.join("\n")
         )],
     );
-    let line = rewrite
-        .module
-        .module
-        .source
-        .location(span(after).start)
-        .line;
+    let line = rewrite.module.module.source.line_label(span(after).start);
     let how = match step_name {
         Some(step) => format!(
-            "variables are broadcast from rank 0 once, after the first call of `{step}` (line {line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
+            "variables are broadcast from rank 0 once, after the first call of `{step}` ({line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
         ),
         _ => format!(
-            "variables are broadcast from rank 0 once, after the first optimizer step (line {line}), guarded by the flag `{flag}` set before the loop"
+            "variables are broadcast from rank 0 once, after the first optimizer step ({line}), guarded by the flag `{flag}` set before the loop"
         ),
     };
     rewrite.diagnose(Diagnostic::new(BROADCAST_PLACEMENT, span(after), how));
