@@ -55,9 +55,8 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-/// Asserts that Jupyter's own validator (nbformat, installed by
-/// scripts/setup-test-tools) accepts the notebook.
-fn assert_valid_notebook(path: &Path) {
+/// Installs nbformat and the SARIF schema under target/test-tools (once).
+fn setup_test_tools() {
     static TOOLS: OnceLock<()> = OnceLock::new();
     TOOLS.get_or_init(|| {
         let status = Command::new(repository_root().join("scripts/setup-test-tools"))
@@ -66,6 +65,12 @@ fn assert_valid_notebook(path: &Path) {
             .expect("running scripts/setup-test-tools");
         assert!(status.success(), "scripts/setup-test-tools failed");
     });
+}
+
+/// Asserts that Jupyter's own validator (nbformat, installed by
+/// scripts/setup-test-tools) accepts the notebook.
+fn assert_valid_notebook(path: &Path) {
+    setup_test_tools();
     let python = repository_root().join("target/test-tools/venv/bin/python");
     let output = Command::new(python)
         .args([
@@ -225,6 +230,18 @@ fn every_format_carries_the_cell() {
         &["check", "--root", ".", "--format", "sarif"],
         package.path(),
     );
+    setup_test_tools();
+    let sarif_file = package.path().join("report.sarif");
+    std::fs::write(&sarif_file, &sarif.stdout).unwrap();
+    let validation = Command::new(repository_root().join("scripts/validate-sarif"))
+        .arg(&sarif_file)
+        .output()
+        .unwrap();
+    assert!(
+        validation.status.success(),
+        "SARIF 2.1.0 schema: {}",
+        String::from_utf8_lossy(&validation.stderr)
+    );
     let sarif: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
     let result = &sarif["runs"][0]["results"][0];
     assert_eq!(result["properties"]["cell"], 6);
@@ -248,6 +265,22 @@ fn every_format_carries_the_cell() {
         )),
         "{}",
         github.stdout
+    );
+}
+
+#[test]
+fn exclude_globs_apply_to_notebooks() {
+    let package = notebook_package();
+    std::fs::write(
+        package.path().join(".distribute.yml"),
+        "exclude: [\"**/*.ipynb\"]\n",
+    )
+    .unwrap();
+    let run = distribute(&["check", "--root", "."], package.path());
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(
+        run.stdout,
+        "0 training modules found, 0 to rewrite, 0 diagnostics, 0 file errors\n"
     );
 }
 
