@@ -186,8 +186,14 @@ fn enclosing_packages(root: &Path) -> Vec<String> {
 /// The dotted module name of a file relative to the package root, after the
 /// enclosing packages, and whether it is a package's `__init__.py`.
 fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, bool) {
-    // A notebook keeps `.ipynb` as a last segment: no module can import it.
-    let without_extension = relative_path.strip_suffix(".py").unwrap_or(relative_path);
+    // A notebook's last segment (`train:ipynb`) is no identifier: no module can import it.
+    let notebook = relative_path
+        .strip_suffix(".ipynb")
+        .map(|stem| format!("{stem}:ipynb"));
+    let without_extension = match &notebook {
+        Some(name) => name.as_str(),
+        None => relative_path.strip_suffix(".py").unwrap_or(relative_path),
+    };
     let mut parts: Vec<&str> = without_extension.split('/').collect();
     let is_package_init = parts.last().is_some_and(|last| *last == "__init__");
     if is_package_init {
@@ -678,5 +684,30 @@ mod tests {
         // train.py mentions tensorflow: what it imports is parsed.
         assert!(package.module("train").is_some());
         assert!(package.module("layers").is_some());
+    }
+
+    #[test]
+    fn notebooks_import_package_modules_and_no_module_imports_them() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path();
+        let notebook = r#"{"nbformat": 4, "cells": [{"cell_type": "code", "source": "import tensorflow as tf\nfrom layers import SIZE"}]}"#;
+        std::fs::write(root.join("train.ipynb"), notebook).unwrap();
+        std::fs::write(root.join("layers.py"), "SIZE = 2\n").unwrap();
+        // `ipynb` is a PyPI package that imports notebooks: never this one.
+        let other = "import tensorflow\nimport ipynb\nimport train\n";
+        std::fs::write(root.join("other.py"), other).unwrap();
+        let files: Vec<String> = ["layers.py", "other.py", "train.ipynb"]
+            .map(String::from)
+            .to_vec();
+        let package = Package::load(root, &files, &HashSet::new());
+        assert!(package.module("train:ipynb").is_some());
+        assert!(
+            package.module("layers").is_some(),
+            "imported by the notebook"
+        );
+        let changed: HashSet<String> = ["layers.py".to_string()].into();
+        assert!(package.with_dependents(&changed).contains("train.ipynb"));
+        let notebook_changed: HashSet<String> = ["train.ipynb".to_string()].into();
+        assert_eq!(package.with_dependents(&notebook_changed), notebook_changed);
     }
 }
