@@ -94,6 +94,7 @@ e2e_cases!(
     tf1_session_decay_while,
     keras_notebook_cells,
     tape_notebook_magics,
+    keras_colab_notebook,
 );
 
 #[test]
@@ -393,7 +394,7 @@ fn entry_script(package: &Path) -> &'static str {
 }
 
 /// A cell's Python: the body of a `%%time` or `%%capture` cell; nothing for
-/// another cell magic; IPython lines (`%magic`, `!shell`, `name?`, `x = !ls`)
+/// another cell magic; IPython lines (`%magic`, `!shell`, `name?`, `?name`, `x = !ls`)
 /// replaced by `pass` at their indentation.
 fn python_of_cell(source: &str) -> String {
     let mut lines: Vec<&str> = source.lines().collect();
@@ -414,6 +415,7 @@ fn python_of_cell(source: &str) -> String {
                 .chars()
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
         code.starts_with('%')
+            || code.starts_with('?')
             || (code.starts_with('!') && !code.starts_with("!="))
             || is_help
             || assigned.starts_with('%')
