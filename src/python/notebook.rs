@@ -99,26 +99,10 @@ pub struct NotebookRewrite {
 #[derive(Deserialize)]
 struct NotebookShape<'a> {
     nbformat: Option<serde_json::Value>,
-    #[serde(default)]
-    metadata: NotebookMetadata,
+    /// Read leniently: a field of an unexpected type is no reason to refuse the code.
+    metadata: Option<serde_json::Value>,
     #[serde(borrow)]
     cells: Option<Vec<&'a RawValue>>,
-}
-
-#[derive(Deserialize, Default)]
-struct NotebookMetadata {
-    kernelspec: Option<Kernelspec>,
-    language_info: Option<LanguageInfo>,
-}
-
-#[derive(Deserialize)]
-struct Kernelspec {
-    language: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct LanguageInfo {
-    name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -166,10 +150,10 @@ impl Notebook {
                 ));
             }
         }
-        let metadata = &shape.metadata;
-        let language = (metadata.language_info.as_ref())
-            .and_then(|info| info.name.clone())
-            .or_else(|| metadata.kernelspec.as_ref()?.language.clone());
+        let language = ["/language_info/name", "/kernelspec/language"]
+            .iter()
+            .find_map(|pointer| shape.metadata.as_ref()?.pointer(pointer)?.as_str())
+            .map(str::to_string);
         let raw_cells = shape
             .cells
             .ok_or_else(|| NotebookError::in_file("not a valid notebook: no `cells` list"))?;
