@@ -65,10 +65,10 @@ pub struct Options {
     /// Default: the git top level of the first path (or of the current directory), else that directory.
     #[arg(long)]
     pub root: Option<PathBuf>,
-    /// Report on the Python files staged in git (the index against HEAD), and the modules importing them.
+    /// Report on the Python files and notebooks staged in git (the index against HEAD), and the modules importing them.
     #[arg(long, conflicts_with = "since")]
     pub staged: bool,
-    /// Report on the Python files changed since the merge-base of REV and HEAD (working tree included).
+    /// Report on the Python files and notebooks changed since the merge-base of REV and HEAD (working tree included).
     #[arg(long, value_name = "REV")]
     pub since: Option<String>,
     /// Configuration file (default: .distribute.yml at the package root, if present).
@@ -274,10 +274,7 @@ fn python_files_of_paths(
                     format!("{relative}/{file}")
                 });
             }
-        } else if absolute
-            .extension()
-            .is_some_and(|extension| extension == "py")
-        {
+        } else if crate::workspace::discover::is_python_source(&absolute) {
             scope.insert(relative);
         }
     }

@@ -9,7 +9,8 @@ use crate::analysis::library;
 use crate::analysis::package::{FileProblem, Package};
 use crate::analysis::training::Analysis;
 use crate::diagnostics::Severity;
-use crate::python::edit::apply_edits;
+use crate::python::edit::{Edit, apply_edits};
+use crate::python::notebook::CellChange;
 use crate::python::parse::parse_module;
 use crate::python::source::SourceFile;
 use crate::rules::{Classification, RuleOptions, rewrite_module};
@@ -22,12 +23,20 @@ pub struct LocatedDiagnostic {
     pub code: &'static str,
     pub name: &'static str,
     pub severity: Severity,
+    /// The notebook cell (1-based, counting every cell) for a notebook: the
+    /// lines and columns are then in that cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<usize>,
     pub line: usize,
     pub column: usize,
     pub end_line: usize,
     pub end_column: usize,
     pub message: String,
     pub suggestion: Option<String>,
+    /// In a notebook, the lines of the notebook file where the diagnostic
+    /// starts and ends (annotations on the file itself point there).
+    #[serde(skip)]
+    pub file_lines: Option<(usize, usize)>,
 }
 
 /// The outcome for one training module.
@@ -36,9 +45,12 @@ pub struct ModuleOutcome {
     pub relative_path: String,
     pub path: PathBuf,
     pub classification: Classification,
+    /// The file as read (a notebook's JSON text).
     pub original: String,
-    /// The verified rewrite, when it differs from the original.
+    /// The verified rewrite of the file, when it differs from the original.
     pub rewritten: Option<String>,
+    /// For a notebook, the code cells the rewrite changes (diffs show these).
+    pub cell_changes: Vec<CellChange>,
     pub diagnostics: Vec<LocatedDiagnostic>,
     /// Why a rewrite was produced but refused (it did not parse, edits conflicted).
     pub rewrite_error: Option<String>,
@@ -47,6 +59,20 @@ pub struct ModuleOutcome {
 impl ModuleOutcome {
     pub fn changed(&self) -> bool {
         self.rewritten.is_some()
+    }
+
+    /// The unified diff of the rewrite (empty when unchanged): a notebook's
+    /// shows each changed cell's source, labelled with the cell.
+    pub fn diff(&self) -> String {
+        match &self.rewritten {
+            None => String::new(),
+            Some(_) if !self.cell_changes.is_empty() => {
+                crate::report::notebook_diff(&self.relative_path, &self.cell_changes)
+            }
+            Some(rewritten) => {
+                crate::report::unified_diff(&self.relative_path, &self.original, rewritten)
+            }
+        }
     }
 }
 
@@ -188,29 +214,47 @@ fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> Mod
         .diagnostics
         .iter()
         .map(|diagnostic| {
-            let start = source.location(diagnostic.range.start);
-            let end = source.location(diagnostic.range.end);
+            let (cell, start) = source.position(diagnostic.range.start);
+            let (end_cell, mut end) = source.position(diagnostic.range.end);
+            if end_cell != cell {
+                // A range ending at the start of the next cell ends with this one.
+                end = start;
+            }
             LocatedDiagnostic {
                 code: diagnostic.code.id(),
                 name: diagnostic.code.name(),
                 severity: diagnostic.severity,
+                cell,
                 line: start.line,
                 column: start.column,
                 end_line: end.line,
                 end_column: end.column,
                 message: diagnostic.message.clone(),
                 suggestion: diagnostic.suggestion.clone(),
+                file_lines: source.notebook.as_ref().and_then(|notebook| {
+                    let cell = cell?;
+                    Some((
+                        notebook.file_line(cell, start.line)?,
+                        notebook.file_line(cell, end.line)?,
+                    ))
+                }),
             }
         })
         .collect();
-    diagnostics.sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
+    diagnostics.sort_by(|a, b| {
+        (a.cell, a.line, a.column, a.code).cmp(&(b.cell, b.line, b.column, b.code))
+    });
     diagnostics.dedup();
     let mut outcome = ModuleOutcome {
         relative_path: source.relative_path.clone(),
         path: source.path.clone(),
         classification: result.classification,
-        original: source.text.clone(),
+        original: source.notebook.as_ref().map_or_else(
+            || source.text.clone(),
+            |notebook| notebook.raw().to_string(),
+        ),
         rewritten: None,
+        cell_changes: Vec::new(),
         diagnostics,
         rewrite_error: None,
     };
@@ -220,14 +264,18 @@ fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> Mod
     }
     match apply_edits(&source.text, &edits) {
         Err(conflict) => {
-            let at = source.location(conflict.second.range.start);
+            let offset = conflict.second.range.start;
             outcome.rewrite_error = Some(format!(
-                "internal error: two edits conflict at line {}, column {}; nothing was rewritten (please report this)",
-                at.line, at.column
+                "internal error: two edits conflict at {}, column {}; nothing was rewritten (please report this)",
+                source.line_label(offset),
+                source.position(offset).1.column
             ));
         }
         Ok(rewritten) if rewritten != source.text => {
             match parse_module(&rewritten, &source.relative_path) {
+                Ok(_) if source.notebook.is_some() => {
+                    write_back_to_notebook(&mut outcome, source, &edits)
+                }
                 Ok(_) => outcome.rewritten = Some(rewritten),
                 Err(error) => {
                     outcome.rewrite_error = Some(format!(
@@ -239,6 +287,22 @@ fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> Mod
         Ok(_) => {}
     }
     outcome
+}
+
+/// Splices the verified edits into the notebook's cells: the outcome's
+/// original and rewrite are then the notebook file.
+fn write_back_to_notebook(outcome: &mut ModuleOutcome, source: &SourceFile, edits: &[Edit]) {
+    let Some(notebook) = &source.notebook else {
+        return;
+    };
+    match notebook.rewrite(edits) {
+        Ok(rewrite) if !rewrite.changes.is_empty() => {
+            outcome.rewritten = Some(rewrite.text);
+            outcome.cell_changes = rewrite.changes;
+        }
+        Ok(_) => {}
+        Err(error) => outcome.rewrite_error = Some(error),
+    }
 }
 
 /// Whether any diagnostic reaches `threshold`.

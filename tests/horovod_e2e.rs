@@ -17,6 +17,10 @@
 //! deadlock fails, it does not hang the suite), their checksums must agree, and each
 //! must have run at most ceil(N/2) steps and at least N/2 - 1 (half the work, not less).
 //!
+//! A package whose entry point is `train.ipynb` instead runs its code cells in order as
+//! one script, IPython lines (magics, shell escapes, help) left out, as Jupyter's
+//! "Run All" would run them.
+//!
 //! The Horovod environment (TensorFlow-CPU 2.12.1, Horovod 0.28.1 with Gloo) is created
 //! by `scripts/setup-horovod` when missing: a few minutes, once. These tests are never
 //! skipped unless `DISTRIBUTE_SKIP_HOROVOD=1` is set, which is for quick local loops
@@ -100,6 +104,9 @@ e2e_cases!(
     tf1_manual_gradients,
     keras_transformer_schedule,
     keras2_standalone_fit_generator,
+    keras_notebook_cells,
+    tape_notebook_magics,
+    keras_colab_notebook,
 );
 
 #[test]
@@ -363,6 +370,90 @@ fn expected_steps(case_directory: &Path) -> Option<u64> {
     }
 }
 
+/// The script to run in a package: `train.py`, or for a notebook package
+/// (no `train.py`, one notebook at the top) the code cells of the notebook
+/// written out as one script beside it.
+fn entry_script(package: &Path) -> &'static str {
+    if package.join("train.py").exists() {
+        return "train.py";
+    }
+    let notebooks: Vec<PathBuf> = std::fs::read_dir(package)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "ipynb")
+        })
+        .collect();
+    let [notebook] = notebooks.as_slice() else {
+        panic!(
+            "{}: no train.py and not exactly one notebook",
+            package.display()
+        );
+    };
+    let text = std::fs::read_to_string(notebook).unwrap();
+    let notebook: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{}: not JSON: {error}", package.display()));
+    let mut script = String::new();
+    for cell in notebook["cells"].as_array().expect("a cells list") {
+        if cell["cell_type"] != "code" {
+            continue;
+        }
+        let source = match &cell["source"] {
+            serde_json::Value::Array(lines) => {
+                lines.iter().filter_map(|line| line.as_str()).collect()
+            }
+            other => other.as_str().expect("source is text").to_string(),
+        };
+        script.push_str(&python_of_cell(&source));
+        script.push('\n');
+    }
+    std::fs::write(package.join("notebook_cells.py"), script).unwrap();
+    "notebook_cells.py"
+}
+
+/// A cell's Python: the body of a `%%time` or `%%capture` cell; nothing for
+/// another cell magic; IPython lines (`%magic`, `!shell`, `name?`, `?name`, `x = !ls`)
+/// replaced by `pass` at their indentation.
+fn python_of_cell(source: &str) -> String {
+    let mut lines: Vec<&str> = source.lines().collect();
+    if let Some(first) = lines.first().filter(|line| line.starts_with("%%")) {
+        if !(first.starts_with("%%time") || first.starts_with("%%capture")) {
+            return String::new();
+        }
+        lines.remove(0);
+    }
+    let is_ipython = |code: &str| {
+        let assigned = code
+            .split_once(" = ")
+            .map_or("", |(_, value)| value.trim_start());
+        let help_on = code.trim_end_matches('?');
+        let is_help = help_on.len() < code.len()
+            && !help_on.is_empty()
+            && help_on
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        code.starts_with('%')
+            || code.starts_with('?')
+            || (code.starts_with('!') && !code.starts_with("!="))
+            || is_help
+            || assigned.starts_with('%')
+            || assigned.starts_with('!')
+    };
+    let mut python = String::new();
+    for line in lines {
+        let code = line.trim_start();
+        let indentation = &line[..line.len() - code.len()];
+        if is_ipython(code) {
+            python.push_str(&format!("{indentation}pass\n"));
+        } else {
+            python.push_str(line);
+            python.push('\n');
+        }
+    }
+    python
+}
+
 /// Copies the case's package (without the harness metadata) to `to`.
 fn copy_package(case_directory: &Path, to: &Path) {
     support::copy_tree(case_directory, to);
@@ -442,7 +533,7 @@ fn run_as_written(
 ) -> (Run, RunResult) {
     let python = venv.join("bin/python");
     let mut command = python_command(&python, venv, &scratch.single, &scratch.single_results);
-    command.arg("train.py");
+    command.arg(entry_script(&scratch.single));
     let single_run = run_limited(command, &scratch.logs, "single");
     assert!(
         single_run.succeeded(),
@@ -518,7 +609,7 @@ fn run_two_workers<'c>(
     command
         .args(["-np", "2", "-H", "localhost:2", "--gloo"])
         .arg(&python)
-        .arg("train.py");
+        .arg(entry_script(&scratch.distributed));
     let run = run_limited(command, &scratch.logs, "two-workers");
     let results = (0..2)
         .map(|rank| {

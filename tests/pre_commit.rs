@@ -129,3 +129,45 @@ fn pre_commit_hooks_fail_fix_and_pass() {
         DATA.replace("zeros", "ones")
     );
 }
+
+#[test]
+fn pre_commit_hooks_handle_a_training_notebook() {
+    let status = Command::new(repository_root().join("scripts/setup-test-tools"))
+        .current_dir(repository_root())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path();
+    git(repo, &["init", "-q"]);
+    std::fs::write(repo.join("README.md"), "# a team's project\n").unwrap();
+    git(repo, &["add", "."]);
+    git(repo, &["commit", "-q", "-m", "start"]);
+
+    // A commit adding a single-GPU training notebook (and the module it
+    // imports its model from) fails, showing the rewrite cell by cell.
+    let case = repository_root().join("tests/e2e/keras_notebook_cells");
+    for name in ["train.ipynb", "model_def.py"] {
+        std::fs::copy(case.join(name), repo.join(name)).unwrap();
+    }
+    git(repo, &["add", "train.ipynb", "model_def.py"]);
+    let (code, output) = try_repo(repo, "distribute");
+    assert_eq!(code, 1, "{output}");
+    assert!(output.contains(" cell 6\n"), "{output}");
+    assert!(
+        output.contains("+optimizer = hvd.DistributedOptimizer(optimizer)"),
+        "{output}"
+    );
+
+    // distribute-fix rewrites the notebook's cells; after `git add` the commit passes.
+    let (code, output) = try_repo(repo, "distribute-fix");
+    assert_eq!(code, 1, "{output}");
+    let fixed = std::fs::read_to_string(repo.join("train.ipynb")).unwrap();
+    assert!(
+        fixed.contains("\"optimizer = hvd.DistributedOptimizer(optimizer)\\n\","),
+        "{fixed}"
+    );
+    git(repo, &["add", "train.ipynb"]);
+    let (code, output) = try_repo(repo, "distribute");
+    assert_eq!(code, 0, "{output}");
+}

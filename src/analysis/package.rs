@@ -4,12 +4,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustpython_parser::ast::{self, Stmt};
 
 use super::bindings::{Bindings, ModuleContext, ModuleIndex, collect_bindings};
 use super::library::{self, canonical_name};
+use crate::python::notebook::{Notebook, NotebookError};
 use crate::python::parse::{LoadError, decode, parse_module};
 use crate::python::source::SourceFile;
 
@@ -87,22 +89,39 @@ impl FileProblem {
     pub fn location(&self) -> Option<crate::python::source::Location> {
         match &self.kind {
             FileProblemKind::Error(error) => error.location(),
-            FileProblemKind::Empty => None,
+            FileProblemKind::Notebook(error) => error.location,
+            FileProblemKind::Empty | FileProblemKind::NotPython(_) => None,
+        }
+    }
+
+    /// The notebook cell the problem is in, when it is in one.
+    pub fn cell(&self) -> Option<usize> {
+        match &self.kind {
+            FileProblemKind::Notebook(error) => error.cell,
+            _ => None,
         }
     }
 
     /// How it is reported: errors make the exit code 2, an empty file is a warning.
     pub fn severity(&self) -> crate::diagnostics::Severity {
         match &self.kind {
-            FileProblemKind::Error(_) => crate::diagnostics::Severity::Error,
-            FileProblemKind::Empty => crate::diagnostics::Severity::Warning,
+            FileProblemKind::Error(_) | FileProblemKind::Notebook(_) => {
+                crate::diagnostics::Severity::Error
+            }
+            FileProblemKind::Empty | FileProblemKind::NotPython(_) => {
+                crate::diagnostics::Severity::Warning
+            }
         }
     }
 
     pub fn message(&self) -> String {
         match &self.kind {
             FileProblemKind::Error(error) => error.to_string(),
+            FileProblemKind::Notebook(error) => error.to_string(),
             FileProblemKind::Empty => "empty file: nothing to analyse".to_string(),
+            FileProblemKind::NotPython(language) => {
+                format!("a notebook in {language}, not Python: not analysed")
+            }
         }
     }
 }
@@ -110,6 +129,10 @@ impl FileProblem {
 #[derive(Debug, Clone)]
 pub enum FileProblemKind {
     Error(LoadError),
+    /// A notebook that could not be read, or whose cells do not parse.
+    Notebook(NotebookError),
+    /// A notebook whose kernel runs another language (its name).
+    NotPython(String),
     /// An empty file other than a package's `__init__.py`.
     Empty,
 }
@@ -163,7 +186,14 @@ fn enclosing_packages(root: &Path) -> Vec<String> {
 /// The dotted module name of a file relative to the package root, after the
 /// enclosing packages, and whether it is a package's `__init__.py`.
 fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, bool) {
-    let without_extension = relative_path.strip_suffix(".py").unwrap_or(relative_path);
+    // A notebook's last segment (`train:ipynb`) is no identifier: no module can import it.
+    let notebook = relative_path
+        .strip_suffix(".ipynb")
+        .map(|stem| format!("{stem}:ipynb"));
+    let without_extension = match &notebook {
+        Some(name) => name.as_str(),
+        None => relative_path.strip_suffix(".py").unwrap_or(relative_path),
+    };
     let mut parts: Vec<&str> = without_extension.split('/').collect();
     let is_package_init = parts.last().is_some_and(|last| *last == "__init__");
     if is_package_init {
@@ -181,6 +211,7 @@ struct ReadFile {
     relative_path: String,
     path: PathBuf,
     text: String,
+    notebook: Option<Arc<Notebook>>,
 }
 
 /// Whether a file mentions an ML library, so may matter to the rewrite.
@@ -201,10 +232,29 @@ fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile, Fi
             let bytes = std::fs::read(&path)
                 .map_err(|error| problem(LoadError::Unreadable(error.to_string())))?;
             let text = decode(bytes).map_err(problem)?;
+            if !relative_path.ends_with(".ipynb") {
+                return Ok(ReadFile {
+                    relative_path: relative_path.clone(),
+                    path,
+                    text,
+                    notebook: None,
+                });
+            }
+            let notebook = Notebook::parse(text).map_err(|error| FileProblem {
+                relative_path: relative_path.clone(),
+                kind: FileProblemKind::Notebook(error),
+            })?;
+            if let Some(language) = notebook.other_language() {
+                return Err(FileProblem {
+                    relative_path: relative_path.clone(),
+                    kind: FileProblemKind::NotPython(language.to_string()),
+                });
+            }
             Ok(ReadFile {
                 relative_path: relative_path.clone(),
                 path,
-                text,
+                text: notebook.python().to_string(),
+                notebook: Some(Arc::new(notebook)),
             })
         })
         .collect()
@@ -277,7 +327,7 @@ impl<'f> Loader<'f> {
                 }
                 Err(error) => package.problems.push(FileProblem {
                     relative_path: self.files[index].relative_path.clone(),
-                    kind: FileProblemKind::Error(error),
+                    kind: in_cell(self.files[index].notebook.as_deref(), error),
                 }),
             }
         }
@@ -288,11 +338,18 @@ impl<'f> Loader<'f> {
     fn module(&self, index: usize, body: Vec<Stmt>, module_names: &ModuleIndex) -> Module {
         let file = &self.files[index];
         let (name, is_package_init) = self.names[index].clone();
-        let source = SourceFile::new(
-            file.relative_path.clone(),
-            file.path.clone(),
-            file.text.clone(),
-        );
+        let source = match &file.notebook {
+            Some(notebook) => SourceFile::from_notebook(
+                file.relative_path.clone(),
+                file.path.clone(),
+                notebook.clone(),
+            ),
+            None => SourceFile::new(
+                file.relative_path.clone(),
+                file.path.clone(),
+                file.text.clone(),
+            ),
+        };
         let mut module = Module {
             name,
             is_package_init,
@@ -325,6 +382,21 @@ impl<'f> Loader<'f> {
             }
         }
     }
+}
+
+/// A parse error placed in its notebook cell, when the file is a notebook.
+fn in_cell(notebook: Option<&Notebook>, error: LoadError) -> FileProblemKind {
+    let Some(notebook) = notebook else {
+        return FileProblemKind::Error(error);
+    };
+    let position = error
+        .location()
+        .and_then(|location| notebook.cell_position(location));
+    FileProblemKind::Notebook(NotebookError {
+        cell: position.map(|(cell, _)| cell),
+        location: position.map(|(_, location)| location),
+        message: error.to_string(),
+    })
 }
 
 impl Package {
@@ -612,5 +684,30 @@ mod tests {
         // train.py mentions tensorflow: what it imports is parsed.
         assert!(package.module("train").is_some());
         assert!(package.module("layers").is_some());
+    }
+
+    #[test]
+    fn notebooks_import_package_modules_and_no_module_imports_them() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path();
+        let notebook = r#"{"nbformat": 4, "cells": [{"cell_type": "code", "source": "import tensorflow as tf\nfrom layers import SIZE"}]}"#;
+        std::fs::write(root.join("train.ipynb"), notebook).unwrap();
+        std::fs::write(root.join("layers.py"), "SIZE = 2\n").unwrap();
+        // `ipynb` is a PyPI package that imports notebooks: never this one.
+        let other = "import tensorflow\nimport ipynb\nimport train\n";
+        std::fs::write(root.join("other.py"), other).unwrap();
+        let files: Vec<String> = ["layers.py", "other.py", "train.ipynb"]
+            .map(String::from)
+            .to_vec();
+        let package = Package::load(root, &files, &HashSet::new());
+        assert!(package.module("train:ipynb").is_some());
+        assert!(
+            package.module("layers").is_some(),
+            "imported by the notebook"
+        );
+        let changed: HashSet<String> = ["layers.py".to_string()].into();
+        assert!(package.with_dependents(&changed).contains("train.ipynb"));
+        let notebook_changed: HashSet<String> = ["train.ipynb".to_string()].into();
+        assert_eq!(package.with_dependents(&notebook_changed), notebook_changed);
     }
 }

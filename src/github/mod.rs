@@ -235,7 +235,12 @@ impl Bot {
             Some(
                 files
                     .iter()
-                    .filter(|file| file.status != "removed" && file.filename.ends_with(".py"))
+                    .filter(|file| {
+                        file.status != "removed"
+                            && crate::workspace::discover::is_python_source(Path::new(
+                                &file.filename,
+                            ))
+                    })
                     .filter_map(|file| self.to_root_relative(&file.filename))
                     .collect::<HashSet<String>>(),
             )
@@ -326,11 +331,11 @@ impl Bot {
             .modules
             .iter()
             .filter_map(|module| {
-                let rewritten = module.rewritten.as_ref()?;
+                module.rewritten.as_ref()?;
                 Some(FileDiff {
                     path: module.relative_path.clone(),
                     pattern: module.classification.name(),
-                    diff: report::unified_diff(&module.relative_path, &module.original, rewritten),
+                    diff: module.diff(),
                 })
             })
             .collect()

@@ -92,6 +92,10 @@ impl Bot {
             let Some(rewritten) = &module.rewritten else {
                 continue;
             };
+            if let Some(notebook) = notebook_rewrite(module) {
+                rest.push(notebook);
+                continue;
+            }
             let repository_path = self.to_repository_path(&module.relative_path);
             let lines = diff_lines
                 .get(repository_path.as_str())
@@ -195,4 +199,14 @@ fn review_comment(suggestion: &Suggestion) -> serde_json::Value {
         comment["start_side"] = json!("RIGHT");
     }
     comment
+}
+
+/// A notebook's rewrite, cell by cell, for the summary comment: a suggestion
+/// on a notebook's JSON is of no use to a reviewer.
+fn notebook_rewrite(module: &crate::engine::ModuleOutcome) -> Option<FileDiff> {
+    (!module.cell_changes.is_empty()).then(|| FileDiff {
+        path: module.relative_path.clone(),
+        pattern: module.classification.name(),
+        diff: module.diff(),
+    })
 }

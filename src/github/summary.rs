@@ -152,12 +152,7 @@ impl Summary<'_> {
                     .ok();
                 }
                 if !rest.is_empty() {
-                    let heading = if *suggestions > 0 {
-                        "The rest of the rewrite, on lines this pull request did not change:"
-                    } else {
-                        "The rewrite:"
-                    };
-                    writeln!(out, "{heading}\n").ok();
+                    writeln!(out, "{}\n", rest_heading(*suggestions, rest)).ok();
                     render_diffs(out, rest, with_diffs);
                 }
             }
@@ -182,6 +177,18 @@ impl Summary<'_> {
                 .ok();
             }
         }
+    }
+}
+
+/// The heading of the rewrite that review comments do not carry.
+fn rest_heading(suggestions: usize, rest: &[FileDiff]) -> &'static str {
+    let notebooks = rest.iter().any(|diff| diff.path.ends_with(".ipynb"));
+    match (suggestions > 0, notebooks) {
+        (true, true) => {
+            "The rest of the rewrite (notebooks, cell by cell, and lines this pull request did not change):"
+        }
+        (true, false) => "The rest of the rewrite, on lines this pull request did not change:",
+        (false, _) => "The rewrite:",
     }
 }
 

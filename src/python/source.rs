@@ -2,6 +2,9 @@
 //! line and column numbers that diagnostics and reports need.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::notebook::Notebook;
 
 /// One loaded Python file: where it lives and its text, kept verbatim so that
 /// edits can be applied to the original bytes.
@@ -13,6 +16,9 @@ pub struct SourceFile {
     pub path: PathBuf,
     pub text: String,
     pub line_index: LineIndex,
+    /// Set when the file is a Jupyter notebook: `text` is then its code cells
+    /// joined, and positions are reported in cells.
+    pub notebook: Option<Arc<Notebook>>,
 }
 
 impl SourceFile {
@@ -23,6 +29,36 @@ impl SourceFile {
             path,
             text,
             line_index,
+            notebook: None,
+        }
+    }
+
+    /// A notebook's code cells as one module.
+    pub fn from_notebook(relative_path: String, path: PathBuf, notebook: Arc<Notebook>) -> Self {
+        let mut source = SourceFile::new(relative_path, path, notebook.python().to_string());
+        source.notebook = Some(notebook);
+        source
+    }
+
+    /// The line of an offset as messages name it: `line 12`, or in a
+    /// notebook `cell 4, line 2`.
+    pub fn line_label(&self, offset: usize) -> String {
+        match self.position(offset) {
+            (Some(cell), location) => format!("cell {cell}, line {}", location.line),
+            (None, location) => format!("line {}", location.line),
+        }
+    }
+
+    /// Where a person looks for a byte offset: the notebook cell (if any) and
+    /// the line and column in it, else in the file.
+    pub fn position(&self, offset: usize) -> (Option<usize>, Location) {
+        match self
+            .notebook
+            .as_ref()
+            .and_then(|notebook| notebook.position(offset))
+        {
+            Some((cell, location)) => (Some(cell), location),
+            None => (None, self.location(offset)),
         }
     }
 

@@ -4,8 +4,9 @@
 
 use std::fmt::Write;
 
+use crate::analysis::package::FileProblem;
 use crate::diagnostics::Severity;
-use crate::engine::RunOutcome;
+use crate::engine::{LocatedDiagnostic, RunOutcome};
 
 /// Escapes a message for a workflow command (GitHub's rules for data).
 fn escape_data(text: &str) -> String {
@@ -30,40 +31,12 @@ fn command(severity: Severity) -> &'static str {
 pub fn render(outcome: &RunOutcome) -> String {
     let mut out = String::new();
     for problem in &outcome.problems {
-        let (severity, message, location) =
-            (problem.severity(), problem.message(), problem.location());
-        let position = location
-            .map(|at| format!(",line={},col={}", at.line, at.column))
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "::{} file={}{position},title=distribute::{}",
-            command(severity),
-            escape_property(&problem.relative_path),
-            escape_data(&message)
-        )
-        .ok();
+        write_problem(&mut out, problem);
     }
     for module in &outcome.modules {
         let file = escape_property(&module.relative_path);
         for diagnostic in &module.diagnostics {
-            let mut message = diagnostic.message.clone();
-            if let Some(suggestion) = &diagnostic.suggestion {
-                message.push_str("\nSuggestion: ");
-                message.push_str(suggestion);
-            }
-            writeln!(
-                out,
-                "::{} file={file},line={},col={},endLine={},endColumn={},title={}::{}",
-                command(diagnostic.severity),
-                diagnostic.line,
-                diagnostic.column,
-                diagnostic.end_line,
-                diagnostic.end_column,
-                escape_property(&format!("{} {}", diagnostic.code, diagnostic.name)),
-                escape_data(&message)
-            )
-            .ok();
+            write_diagnostic(&mut out, &file, diagnostic);
         }
         if let Some(error) = &module.rewrite_error {
             writeln!(
@@ -83,6 +56,65 @@ pub fn render(outcome: &RunOutcome) -> String {
         }
     }
     out
+}
+
+fn write_problem(out: &mut String, problem: &FileProblem) {
+    let (severity, mut message, location) =
+        (problem.severity(), problem.message(), problem.location());
+    let mut position = location
+        .map(|at| format!(",line={},col={}", at.line, at.column))
+        .unwrap_or_default();
+    if let Some(cell) = problem.cell() {
+        // Lines of a notebook's cell are not lines of its file.
+        let at = location
+            .map(|at| format!(", line {}, column {}", at.line, at.column))
+            .unwrap_or_default();
+        message = format!("cell {cell}{at}: {message}");
+        position.clear();
+    }
+    writeln!(
+        out,
+        "::{} file={}{position},title=distribute::{}",
+        command(severity),
+        escape_property(&problem.relative_path),
+        escape_data(&message)
+    )
+    .ok();
+}
+
+fn write_diagnostic(out: &mut String, file: &str, diagnostic: &LocatedDiagnostic) {
+    let mut message = diagnostic.message.clone();
+    if let Some(suggestion) = &diagnostic.suggestion {
+        message.push_str("\nSuggestion: ");
+        message.push_str(suggestion);
+    }
+    let title = format!("{} {}", diagnostic.code, diagnostic.name);
+    let (position, title) = match (diagnostic.cell, diagnostic.file_lines) {
+        // In a notebook: the annotation goes on the JSON lines of the cell's
+        // source, and the title names the cell and the line in it.
+        (Some(cell), Some((start, end))) => (
+            format!("line={start},endLine={end}"),
+            format!(
+                "{title} (cell {cell}, line {}, column {})",
+                diagnostic.line, diagnostic.column
+            ),
+        ),
+        _ => (
+            format!(
+                "line={},col={},endLine={},endColumn={}",
+                diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column
+            ),
+            title,
+        ),
+    };
+    writeln!(
+        out,
+        "::{} file={file},{position},title={}::{}",
+        command(diagnostic.severity),
+        escape_property(&title),
+        escape_data(&message)
+    )
+    .ok();
 }
 
 #[cfg(test)]

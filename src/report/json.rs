@@ -2,7 +2,6 @@
 
 use serde::Serialize;
 
-use super::unified_diff;
 use crate::engine::{LocatedDiagnostic, RunOutcome};
 
 /// Version of the JSON shape; bumped on incompatible changes.
@@ -29,6 +28,8 @@ struct ModuleReport<'a> {
 struct FileError {
     path: String,
     severity: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<usize>,
     line: Option<usize>,
     column: Option<usize>,
     message: String,
@@ -45,13 +46,7 @@ pub fn render(outcome: &RunOutcome) -> String {
                 pattern: module.classification.name(),
                 changed: module.changed(),
                 diagnostics: &module.diagnostics,
-                diff: module
-                    .rewritten
-                    .as_ref()
-                    .map(|rewritten| {
-                        unified_diff(&module.relative_path, &module.original, rewritten)
-                    })
-                    .unwrap_or_default(),
+                diff: module.diff(),
                 rewrite_error: module.rewrite_error.as_deref(),
             })
             .collect(),
@@ -64,6 +59,7 @@ pub fn render(outcome: &RunOutcome) -> String {
                 FileError {
                     path: problem.relative_path.clone(),
                     severity: severity.name(),
+                    cell: problem.cell(),
                     line: location.map(|at| at.line),
                     column: location.map(|at| at.column),
                     message,

@@ -14,11 +14,14 @@ pub fn diagnostics_table(outcome: &RunOutcome, max_rows: usize) -> String {
         .iter()
         .flat_map(|module| {
             module.diagnostics.iter().map(move |diagnostic| {
+                let line = match diagnostic.cell {
+                    Some(cell_number) => format!("cell {cell_number}:{}", diagnostic.line),
+                    None => diagnostic.line.to_string(),
+                };
                 format!(
-                    "| {} | `{}:{}` | {} `{}` | {} | {} |",
+                    "| {} | `{}:{line}` | {} `{}` | {} | {} |",
                     diagnostic.severity.name(),
                     module.relative_path,
-                    diagnostic.line,
                     diagnostic.code,
                     diagnostic.name,
                     cell(&diagnostic.message),
@@ -55,10 +58,14 @@ pub fn diagnostics_table(outcome: &RunOutcome, max_rows: usize) -> String {
 pub fn file_problems(outcome: &RunOutcome) -> String {
     let mut out = String::new();
     for problem in &outcome.problems {
+        let cell_label = problem
+            .cell()
+            .map(|number| format!(":cell {number}"))
+            .unwrap_or_default();
         let location = problem
             .location()
-            .map(|at| format!(":{}:{}", at.line, at.column))
-            .unwrap_or_default();
+            .map(|at| format!("{cell_label}:{}:{}", at.line, at.column))
+            .unwrap_or(cell_label);
         writeln!(
             out,
             "- {} `{}{location}`: {}",

@@ -77,6 +77,12 @@ fn rules(codes: &[Code]) -> Vec<Value> {
 /// One diagnostic as a result, with the suggestion appended to its message.
 fn result(codes: &[Code], module: &ModuleOutcome, diagnostic: &LocatedDiagnostic) -> Value {
     let mut text = diagnostic.message.clone();
+    if let Some(cell) = diagnostic.cell {
+        text = format!(
+            "cell {cell}, line {}, column {}: {text}",
+            diagnostic.line, diagnostic.column
+        );
+    }
     if let Some(suggestion) = &diagnostic.suggestion {
         text.push_str(". Suggestion: ");
         text.push_str(suggestion);
@@ -100,16 +106,37 @@ fn result(codes: &[Code], module: &ModuleOutcome, diagnostic: &LocatedDiagnostic
     if let Some(index) = codes.iter().position(|code| code.id() == diagnostic.code) {
         result["ruleIndex"] = json!(index);
     }
+    // In a notebook the region is in the file's JSON lines (where code scanning
+    // shows it); the cell and the position in it are properties.
+    if let Some(cell) = diagnostic.cell {
+        let (start, end) = diagnostic.file_lines.unwrap_or((1, 1));
+        result["locations"][0]["physicalLocation"]["region"] =
+            json!({ "startLine": start, "endLine": end });
+        result["properties"] = json!({
+            "cell": cell,
+            "cellLine": diagnostic.line,
+            "cellColumn": diagnostic.column,
+            "cellEndLine": diagnostic.end_line,
+            "cellEndColumn": diagnostic.end_column,
+        });
+    }
     result
 }
 
 /// A file problem as a tool execution notification.
 fn notification(problem: &FileProblem) -> Value {
-    let (severity, message) = (problem.severity(), problem.message());
+    let (severity, mut message) = (problem.severity(), problem.message());
     let mut location = json!({
         "physicalLocation": { "artifactLocation": { "uri": problem.relative_path, "uriBaseId": "%SRCROOT%" } }
     });
-    if let Some(at) = problem.location() {
+    if let Some(cell) = problem.cell() {
+        // The position is in the cell, not in the file's lines: it goes in the message.
+        let at = problem
+            .location()
+            .map(|at| format!(", line {}, column {}", at.line, at.column))
+            .unwrap_or_default();
+        message = format!("cell {cell}{at}: {message}");
+    } else if let Some(at) = problem.location() {
         location["physicalLocation"]["region"] =
             json!({ "startLine": at.line, "startColumn": at.column });
     }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::unified_diff;
+use super::position;
 use crate::analysis::package::FileProblem;
 use crate::engine::{ModuleOutcome, RunOutcome};
 
@@ -35,18 +35,24 @@ fn write_file_problem(out: &mut String, problem: &FileProblem) {
     match location {
         Some(at) => writeln!(
             out,
-            "{}:{}:{}: {}: {message}",
-            problem.relative_path,
-            at.line,
-            at.column,
-            severity.name()
-        ),
-        None => writeln!(
-            out,
             "{}: {}: {message}",
-            problem.relative_path,
+            position(&problem.relative_path, problem.cell(), at.line, at.column),
             severity.name()
         ),
+        None => match problem.cell() {
+            Some(cell) => writeln!(
+                out,
+                "{}:cell {cell}: {}: {message}",
+                problem.relative_path,
+                severity.name()
+            ),
+            None => writeln!(
+                out,
+                "{}: {}: {message}",
+                problem.relative_path,
+                severity.name()
+            ),
+        },
     }
     .ok();
 }
@@ -56,10 +62,13 @@ fn write_module(out: &mut String, module: &ModuleOutcome, detail: Detail) {
     for diagnostic in &module.diagnostics {
         writeln!(
             out,
-            "{}:{}:{}: {} [{}] {}",
-            module.relative_path,
-            diagnostic.line,
-            diagnostic.column,
+            "{}: {} [{}] {}",
+            position(
+                &module.relative_path,
+                diagnostic.cell,
+                diagnostic.line,
+                diagnostic.column
+            ),
             diagnostic.code,
             diagnostic.severity.name(),
             diagnostic.message
@@ -72,12 +81,12 @@ fn write_module(out: &mut String, module: &ModuleOutcome, detail: Detail) {
     if let Some(error) = &module.rewrite_error {
         writeln!(out, "{}: error: {error}", module.relative_path).ok();
     }
-    if let Some(rewritten) = &module.rewritten {
-        write_rewrite(out, module, rewritten, detail);
+    if module.changed() {
+        write_rewrite(out, module, detail);
     }
 }
 
-fn write_rewrite(out: &mut String, module: &ModuleOutcome, rewritten: &str, detail: Detail) {
+fn write_rewrite(out: &mut String, module: &ModuleOutcome, detail: Detail) {
     match detail {
         Detail::Check => writeln!(
             out,
@@ -85,11 +94,7 @@ fn write_rewrite(out: &mut String, module: &ModuleOutcome, rewritten: &str, deta
             module.relative_path,
             module.classification.name()
         ),
-        Detail::Diff => write!(
-            out,
-            "{}",
-            unified_diff(&module.relative_path, &module.original, rewritten)
-        ),
+        Detail::Diff => write!(out, "{}", module.diff()),
         Detail::Fix => writeln!(
             out,
             "{}: rewritten for Horovod ({})",

@@ -262,9 +262,9 @@ fn refuse_mixed_module(module: &ModuleAnalysis) -> ModuleRewriteResult {
         .iter()
         .map(|site| {
             format!(
-                "{} (line {})",
+                "{} ({})",
                 patterns::plugin_for(site.pattern).description(),
-                source.location(site.range.start).line
+                source.line_label(site.range.start)
             )
         })
         .collect();

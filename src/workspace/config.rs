@@ -190,7 +190,10 @@ impl Config {
         }
         match &self.output {
             // The tool's own output is not input.
-            OutputMode::Suffix(suffix) => !relative_path.ends_with(suffix.as_str()),
+            OutputMode::Suffix(suffix) => {
+                !relative_path.ends_with(suffix.as_str())
+                    && !relative_path.ends_with(&notebook_suffix(suffix))
+            }
             OutputMode::Directory(directory) => !Path::new(relative_path).starts_with(directory),
             OutputMode::InPlace => true,
         }
@@ -200,10 +203,13 @@ impl Config {
     pub fn output_path(&self, relative_path: &str) -> PathBuf {
         match &self.output {
             OutputMode::InPlace => PathBuf::from(relative_path),
-            OutputMode::Suffix(suffix) => PathBuf::from(format!(
-                "{}{suffix}",
-                relative_path.strip_suffix(".py").unwrap_or(relative_path)
-            )),
+            OutputMode::Suffix(suffix) => match relative_path.strip_suffix(".ipynb") {
+                Some(stem) => PathBuf::from(format!("{stem}{}", notebook_suffix(suffix))),
+                None => PathBuf::from(format!(
+                    "{}{suffix}",
+                    relative_path.strip_suffix(".py").unwrap_or(relative_path)
+                )),
+            },
             OutputMode::Directory(directory) => directory.join(relative_path),
         }
     }
@@ -215,6 +221,11 @@ impl Config {
             None => Some(code.default_severity()),
         }
     }
+}
+
+/// The suffix a notebook's output takes: `_distributed.py` -> `_distributed.ipynb`.
+fn notebook_suffix(suffix: &str) -> String {
+    format!("{}.ipynb", suffix.strip_suffix(".py").unwrap_or(suffix))
 }
 
 /// Configuration text being checked, with the name of its file for errors.
@@ -394,6 +405,11 @@ mod tests {
         assert_eq!(
             config.output_path("src/train.py"),
             PathBuf::from("src/train_hvd.py")
+        );
+        assert!(!config.selects("src/train_hvd.ipynb"));
+        assert_eq!(
+            config.output_path("src/train.ipynb"),
+            PathBuf::from("src/train_hvd.ipynb")
         );
         assert_eq!(
             config.severity_of(crate::rules::passes::loop_steps::DATASET_NOT_SHARDED),

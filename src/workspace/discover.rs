@@ -1,4 +1,4 @@
-//! Which Python files make up the package: every `.py` under the root,
+//! Which Python files make up the package: every `.py` and `.ipynb` under the root,
 //! honouring `.gitignore`, skipping hidden directories and virtual
 //! environments, and refusing symlinks that leave the root.
 
@@ -29,7 +29,7 @@ pub fn discover_python_files(root: &Path) -> (Vec<String>, Vec<FileProblem>) {
         .build();
     for entry in walker.flatten() {
         let path = entry.path();
-        if path.extension().is_none_or(|extension| extension != "py") {
+        if !is_python_source(path) {
             continue;
         }
         let Some(relative) = relative_path(root, path) else {
@@ -56,6 +56,13 @@ pub fn discover_python_files(root: &Path) -> (Vec<String>, Vec<FileProblem>) {
     }
     files.sort();
     (files, problems)
+}
+
+/// Whether a file is a Python source the tool reads: a `.py` module or a
+/// Jupyter notebook (`.ipynb`), whose code cells are one module.
+pub fn is_python_source(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension == "py" || extension == "ipynb")
 }
 
 /// `path` relative to `root`, with `/` separators.

@@ -115,7 +115,7 @@ fn changes_since<'r>(
         })
 }
 
-/// The new path of every added or modified `.py` file of a diff that lies
+/// The new path of every added or modified `.py` or `.ipynb` file of a diff that lies
 /// under the root, relative to it.
 fn python_files_under_root(diff: &Diff, workdir: &Path, root: &Path) -> Vec<String> {
     let mut files = Vec::new();
@@ -129,7 +129,7 @@ fn python_files_under_root(diff: &Diff, workdir: &Path, root: &Path) -> Vec<Stri
         let Some(path) = delta.new_file().path() else {
             continue;
         };
-        if path.extension().is_none_or(|extension| extension != "py") {
+        if !crate::workspace::discover::is_python_source(path) {
             continue;
         }
         let absolute = workdir.join(path);

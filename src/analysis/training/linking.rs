@@ -96,7 +96,7 @@ pub(super) fn attach_step_callers(package: &Package, modules: &mut [ModuleAnalys
         return;
     }
     // Step function -> (module path, line) of the first loop elsewhere calling it.
-    let mut called_elsewhere: HashMap<String, (String, usize)> = HashMap::new();
+    let mut called_elsewhere: HashMap<String, (String, String)> = HashMap::new();
     for analysis in modules.iter_mut() {
         for (scope, range) in step_calls_in_loops(package, analysis, &steps, &mut called_elsewhere)
         {
@@ -144,7 +144,7 @@ fn step_calls_in_loops(
     package: &Package,
     analysis: &ModuleAnalysis,
     steps: &HashSet<String>,
-    called_elsewhere: &mut HashMap<String, (String, usize)>,
+    called_elsewhere: &mut HashMap<String, (String, String)>,
 ) -> Vec<(usize, Range<usize>)> {
     let module = analysis.module;
     let mut found = Vec::new();
@@ -163,7 +163,7 @@ fn step_calls_in_loops(
                     called_elsewhere.entry(callee).or_insert_with(|| {
                         (
                             module.source.relative_path.clone(),
-                            module.source.location(span(call).start).line,
+                            module.source.line_label(span(call).start),
                         )
                     });
                 }
@@ -177,7 +177,7 @@ fn step_calls_in_loops(
 /// its own, and its rewrite says where the loop is.
 fn mark_steps_run_elsewhere(
     modules: &mut [ModuleAnalysis],
-    called_elsewhere: &HashMap<String, (String, usize)>,
+    called_elsewhere: &HashMap<String, (String, String)>,
 ) {
     for analysis in modules.iter_mut() {
         for (index, scope) in analysis.scopes.iter().enumerate() {

@@ -107,8 +107,8 @@ pub struct ModuleAnalysis<'a> {
     /// Model receivers of `fit` that are only parameters: assumed models.
     pub assumed_models: Vec<(usize, String, Range<usize>)>,
     /// Step functions of this module called by a loop in another module, by
-    /// scope index: that module's relative path and the line of the call.
-    pub step_callers: HashMap<usize, (String, usize)>,
+    /// scope index: that module's relative path and the line of the call (`line 12`).
+    pub step_callers: HashMap<usize, (String, String)>,
     /// Facts that span the module's scopes.
     pub index: SemanticIndex,
 }

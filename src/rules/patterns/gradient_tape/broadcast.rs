@@ -49,18 +49,13 @@ pub(super) fn place_broadcast(
             broadcasts.join("\n")
         )],
     );
-    let line = rewrite
-        .module
-        .module
-        .source
-        .location(span(after).start)
-        .line;
+    let line = rewrite.module.module.source.line_label(span(after).start);
     let how = match step_name {
         Some(step) => format!(
-            "variables are broadcast from rank 0 once, after the first call of `{step}` (line {line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
+            "variables are broadcast from rank 0 once, after the first call of `{step}` ({line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
         ),
         _ => format!(
-            "variables are broadcast from rank 0 once, after the first optimizer step (line {line}), guarded by the flag `{flag}` set before the loop"
+            "variables are broadcast from rank 0 once, after the first optimizer step ({line}), guarded by the flag `{flag}` set before the loop"
         ),
     };
     let how = if flag_is_global {

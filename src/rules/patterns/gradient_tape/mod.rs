@@ -397,7 +397,7 @@ fn broadcast_after_first_step(
         rewrite.diagnose(Diagnostic::new(
             BROADCAST_PLACEMENT,
             span(apply),
-            format!("`{step_name}` is called by the training loop in {path} (line {line}): the one-time broadcast and the step count are rewritten there"),
+            format!("`{step_name}` is called by the training loop in {path} ({line}): the one-time broadcast and the step count are rewritten there"),
         ));
         return;
     }

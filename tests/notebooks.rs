@@ -1,0 +1,325 @@
+//! Jupyter notebooks, committed as a user commits them (outputs, magics,
+//! markdown), are reported, rewritten and written back like Python files:
+//! positions name the cell, diffs show each changed cell, and the written
+//! notebook is valid (nbformat's own validator) with only the sources of its
+//! code cells changed.
+//!
+//! The training notebook is the end-to-end case `tests/e2e/keras_notebook_cells`
+//! (a notebook importing its model from a module of the package), which
+//! `tests/horovod_e2e.rs` trains under two Horovod workers.
+
+mod support;
+use support::copy_tree;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use git2::{IndexAddOption, Repository};
+use serde_json::value::RawValue;
+
+fn repository_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+}
+
+fn distribute(arguments: &[&str], directory: &Path) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_distribute"))
+        .args(arguments)
+        .current_dir(directory)
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited normally"),
+        stdout: String::from_utf8(output.stdout).unwrap()
+            + &String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// A scratch copy of the training notebook's package (without the e2e metadata).
+fn notebook_package() -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(
+        &repository_root().join("tests/e2e/keras_notebook_cells"),
+        scratch.path(),
+    );
+    std::fs::remove_file(scratch.path().join("e2e.json")).unwrap();
+    scratch
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// Installs nbformat and the SARIF schema under target/test-tools (once).
+fn setup_test_tools() {
+    static TOOLS: OnceLock<()> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let status = Command::new(repository_root().join("scripts/setup-test-tools"))
+            .current_dir(repository_root())
+            .status()
+            .expect("running scripts/setup-test-tools");
+        assert!(status.success(), "scripts/setup-test-tools failed");
+    });
+}
+
+/// Asserts that Jupyter's own validator (nbformat, installed by
+/// scripts/setup-test-tools) accepts the notebook.
+fn assert_valid_notebook(path: &Path) {
+    setup_test_tools();
+    let python = repository_root().join("target/test-tools/venv/bin/python");
+    let output = Command::new(python)
+        .args([
+            "-c",
+            "import sys, nbformat\nnotebook = nbformat.read(sys.argv[1], as_version=nbformat.NO_CONVERT)\nassert notebook.nbformat == 4\nnbformat.validate(notebook)",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "nbformat refuses {}:\n{}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The notebook's text with the `source` of every code cell cut out: what a
+/// rewrite must leave byte for byte.
+fn without_code_sources(text: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Notebook<'a> {
+        #[serde(borrow)]
+        cells: Vec<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Cell<'a> {
+        cell_type: String,
+        #[serde(borrow)]
+        source: &'a RawValue,
+    }
+    let notebook: Notebook = serde_json::from_str(text).unwrap();
+    let mut skeleton = String::new();
+    let mut cursor = 0;
+    for raw in notebook.cells {
+        let cell: Cell = serde_json::from_str(raw.get()).unwrap();
+        if cell.cell_type == "code" {
+            let start = cell.source.get().as_ptr() as usize - text.as_ptr() as usize;
+            skeleton.push_str(&text[cursor..start]);
+            skeleton.push_str("<code cell source>");
+            cursor = start + cell.source.get().len();
+        }
+    }
+    skeleton.push_str(&text[cursor..]);
+    skeleton
+}
+
+#[test]
+fn check_names_the_cell_of_each_diagnostic() {
+    let package = notebook_package();
+    let run = distribute(&["check", "train.ipynb"], package.path());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    insta::assert_snapshot!("notebook_check", run.stdout);
+}
+
+#[test]
+fn diff_shows_each_changed_cell_as_its_own_hunk() {
+    let package = notebook_package();
+    let before = read(&package.path().join("train.ipynb"));
+    let run = distribute(&["diff", "--root", "."], package.path());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    insta::assert_snapshot!("notebook_diff", run.stdout);
+    assert_eq!(read(&package.path().join("train.ipynb")), before);
+}
+
+#[test]
+fn fix_writes_a_valid_notebook_changing_only_code_cell_sources_once() {
+    let package = notebook_package();
+    let notebook = package.path().join("train.ipynb");
+    let before = read(&notebook);
+    let run = distribute(&["fix", "--root", "."], package.path());
+    assert_eq!(run.code, 1, "fix changed files: {}", run.stdout);
+    let after = read(&notebook);
+    assert_ne!(after, before);
+    assert_valid_notebook(&notebook);
+    // Outputs, execution counts, ids, metadata, markdown, key order,
+    // indentation and the final newline: all byte for byte.
+    assert_eq!(without_code_sources(&after), without_code_sources(&before));
+    // The IPython lines are still there, as they were written.
+    for line in [
+        "\"%matplotlib inline\\n\"",
+        "\"!echo \\\"GPUs on this machine:\\\"\\n\"",
+        "\"tf.keras.Model.fit?\"",
+        "\"%%time\\n\"",
+    ] {
+        assert!(after.contains(line), "{line} is lost:\n{after}");
+    }
+    let again = distribute(&["fix", "--root", "."], package.path());
+    assert_eq!(
+        again.code, 0,
+        "a second fix has nothing to do: {}",
+        again.stdout
+    );
+    assert_eq!(read(&notebook), after);
+}
+
+#[test]
+fn suffix_mode_writes_a_notebook_beside_the_original() {
+    let package = notebook_package();
+    std::fs::write(
+        package.path().join(".distribute.yml"),
+        "output:\n  mode: suffix\n",
+    )
+    .unwrap();
+    let before = read(&package.path().join("train.ipynb"));
+    let run = distribute(&["fix", "--root", "."], package.path());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(read(&package.path().join("train.ipynb")), before);
+    let written = package.path().join("train_distributed.ipynb");
+    assert_valid_notebook(&written);
+    assert!(read(&written).contains("hvd.DistributedOptimizer(optimizer)"));
+    let check = distribute(&["check", "--root", "."], package.path());
+    assert_eq!(check.code, 0, "the output is current: {}", check.stdout);
+    assert!(
+        !check.stdout.contains("train_distributed.ipynb"),
+        "{}",
+        check.stdout
+    );
+}
+
+#[test]
+fn every_format_carries_the_cell() {
+    let package = notebook_package();
+    let json = distribute(
+        &["check", "--root", ".", "--format", "json"],
+        package.path(),
+    );
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let diagnostic = &report["modules"][0]["diagnostics"][0];
+    assert_eq!(diagnostic["code"], "DST102");
+    assert_eq!(
+        (
+            &diagnostic["cell"],
+            &diagnostic["line"],
+            &diagnostic["column"]
+        ),
+        (
+            &serde_json::json!(6),
+            &serde_json::json!(2),
+            &serde_json::json!(13)
+        )
+    );
+    assert!(
+        report["modules"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("@@ cell 6\n")
+    );
+
+    // Annotations on the notebook file go on the JSON line of the cell's line.
+    let text = read(&package.path().join("train.ipynb"));
+    let json_line = text[..text.find("\"optimizer = tf.keras").unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    let sarif = distribute(
+        &["check", "--root", ".", "--format", "sarif"],
+        package.path(),
+    );
+    setup_test_tools();
+    let sarif_file = package.path().join("report.sarif");
+    std::fs::write(&sarif_file, &sarif.stdout).unwrap();
+    let validation = Command::new(repository_root().join("scripts/validate-sarif"))
+        .arg(&sarif_file)
+        .output()
+        .unwrap();
+    assert!(
+        validation.status.success(),
+        "SARIF 2.1.0 schema: {}",
+        String::from_utf8_lossy(&validation.stderr)
+    );
+    let sarif: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["properties"]["cell"], 6);
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"]["startLine"],
+        json_line
+    );
+    assert!(
+        result["message"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("cell 6, line 2, column 13: ")
+    );
+    let github = distribute(
+        &["check", "--root", ".", "--format", "github"],
+        package.path(),
+    );
+    assert!(
+        github.stdout.contains(&format!(
+            "::notice file=train.ipynb,line={json_line},endLine={json_line},title=DST102 learning-rate-without-warmup (cell 6%2C line 2%2C column 13)::"
+        )),
+        "{}",
+        github.stdout
+    );
+}
+
+#[test]
+fn exclude_globs_apply_to_notebooks() {
+    let package = notebook_package();
+    std::fs::write(
+        package.path().join(".distribute.yml"),
+        "exclude: [\"**/*.ipynb\"]\n",
+    )
+    .unwrap();
+    let run = distribute(&["check", "--root", "."], package.path());
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(
+        run.stdout,
+        "0 training modules found, 0 to rewrite, 0 diagnostics, 0 file errors\n"
+    );
+}
+
+#[test]
+fn staged_notebooks_are_checked() {
+    let package = notebook_package();
+    let repository = Repository::init(package.path()).unwrap();
+    let mut index = repository.index().unwrap();
+    index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
+    index.write().unwrap();
+    let run = distribute(&["check", "--staged"], package.path());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("train.ipynb: would be rewritten for Horovod (keras)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn bad_notebooks_are_errors_naming_the_cell_and_nothing_is_written() {
+    let scratch = tempfile::tempdir().unwrap();
+    let source = repository_root().join("tests/notebooks/bad_notebooks");
+    copy_tree(&source, scratch.path());
+    let run = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    insta::assert_snapshot!("bad_notebooks", run.stdout);
+    for name in [
+        "invalid_json.ipynb",
+        "old_format.ipynb",
+        "broken_cell.ipynb",
+    ] {
+        assert_eq!(
+            read(&scratch.path().join(name)),
+            read(&source.join(name)),
+            "{name} was changed"
+        );
+    }
+    // The other files are still rewritten.
+    assert!(read(&scratch.path().join("train.py")).contains("hvd.init()"));
+}
