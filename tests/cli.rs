@@ -150,11 +150,8 @@ fn bad_files_are_reported_and_the_rest_is_still_rewritten() {
         "{}",
         run.stdout
     );
-    assert!(
-        run.stdout.contains("empty.py: warning: empty file"),
-        "{}",
-        run.stdout
-    );
+    // Empty modules are common in real trees and say nothing: no noise.
+    assert!(!run.stdout.contains("empty.py"), "{}", run.stdout);
     assert!(
         std::fs::read_to_string(scratch.path().join("train.py"))
             .unwrap()

@@ -90,7 +90,7 @@ impl FileProblem {
         match &self.kind {
             FileProblemKind::Error(error) => error.location(),
             FileProblemKind::Notebook(error) => error.location,
-            FileProblemKind::Empty | FileProblemKind::NotPython(_) => None,
+            FileProblemKind::NotPython(_) => None,
         }
     }
 
@@ -102,15 +102,13 @@ impl FileProblem {
         }
     }
 
-    /// How it is reported: errors make the exit code 2, an empty file is a warning.
+    /// How it is reported: errors make the exit code 2, a file that is not Python (a notebook in another language) is a warning.
     pub fn severity(&self) -> crate::diagnostics::Severity {
         match &self.kind {
             FileProblemKind::Error(_) | FileProblemKind::Notebook(_) => {
                 crate::diagnostics::Severity::Error
             }
-            FileProblemKind::Empty | FileProblemKind::NotPython(_) => {
-                crate::diagnostics::Severity::Warning
-            }
+            FileProblemKind::NotPython(_) => crate::diagnostics::Severity::Warning,
         }
     }
 
@@ -118,7 +116,6 @@ impl FileProblem {
         match &self.kind {
             FileProblemKind::Error(error) => error.to_string(),
             FileProblemKind::Notebook(error) => error.to_string(),
-            FileProblemKind::Empty => "empty file: nothing to analyse".to_string(),
             FileProblemKind::NotPython(language) => {
                 format!("a notebook in {language}, not Python: not analysed")
             }
@@ -133,8 +130,6 @@ pub enum FileProblemKind {
     Notebook(NotebookError),
     /// A notebook whose kernel runs another language (its name).
     NotPython(String),
-    /// An empty file other than a package's `__init__.py`.
-    Empty,
 }
 
 /// What a dotted name refers to.
@@ -421,23 +416,9 @@ impl Package {
             .map(|file| module_name(&enclosing, &file.relative_path))
             .collect();
         package.module_names = ModuleIndex::new(names.iter().map(|(name, _)| name.clone()));
-        package.report_empty_files(&files, &names);
         Loader::new(&files, &names).parse_all(&mut package, always_parse);
         package.index_modules();
         package
-    }
-
-    /// Warns about empty files other than a package's `__init__.py` (empty by
-    /// convention): there is nothing in them to analyse.
-    fn report_empty_files(&mut self, files: &[ReadFile], names: &[(String, bool)]) {
-        for (file, (_, is_init)) in files.iter().zip(names) {
-            if file.text.trim().is_empty() && !is_init {
-                self.problems.push(FileProblem {
-                    relative_path: file.relative_path.clone(),
-                    kind: FileProblemKind::Empty,
-                });
-            }
-        }
     }
 
     /// Sorts modules and problems by path (parsing order varies) and indexes
