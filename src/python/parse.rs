@@ -110,16 +110,76 @@ pub fn parse_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError>
     match parse_tokens(tokens, Mode::Module, path) {
         Ok(ast::Mod::Module(module)) => Ok(module.body),
         Ok(_) => Ok(Vec::new()),
-        Err(error) => Err(syntax_error(
-            error.offset.to_usize(),
-            error.error.to_string(),
-        )),
+        Err(error) => {
+            let offset = error.offset.to_usize();
+            let location = line_index.location(text, offset.min(text.len()));
+            let line = text
+                .lines()
+                .nth(location.line.saturating_sub(1))
+                .unwrap_or("");
+            let message = if reuses_quotes_inside_f_string(line) {
+                format!(
+                    "this file uses syntax newer than the parser supports: an f-string that reuses its own quotes inside `{{...}}` (Python 3.12, PEP 701) on line {}; it is valid Python 3.12, not a mistake in your code",
+                    location.line
+                )
+            } else {
+                error.error.to_string()
+            };
+            Err(syntax_error(offset, message))
+        }
     }
+}
+
+/// Whether a line holds an f-string whose replacement field uses the
+/// string's own quote (`f"{d["k"]}"`), which Python accepts only from 3.12.
+fn reuses_quotes_inside_f_string(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    for (start, window) in bytes.windows(2).enumerate() {
+        let is_prefix = matches!(window[0], b'f' | b'F')
+            && matches!(window[1], b'"' | b'\'')
+            && (start == 0
+                || !bytes[start - 1].is_ascii_alphanumeric()
+                || matches!(bytes[start - 1], b'r' | b'R'));
+        if !is_prefix || bytes.get(start + 2) == Some(&window[1]) {
+            continue;
+        }
+        let quote = window[1];
+        let mut depth = 0usize;
+        for &byte in &bytes[start + 2..] {
+            match byte {
+                b'{' => depth += 1,
+                b'}' => depth = depth.saturating_sub(1),
+                _ if byte == quote && depth > 0 => return true,
+                _ if byte == quote => break,
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// Byte range of any node.
 pub fn span(node: &impl Ranged) -> std::ops::Range<usize> {
     node.start().to_usize()..node.end().to_usize()
+}
+
+#[cfg(test)]
+mod newer_syntax_tests {
+    use super::*;
+
+    #[test]
+    fn pep_701_f_strings_are_named_as_newer_syntax() {
+        let text = "d = {\"k\": 1}\nprint(f\"{d[\"k\"]}\")\n";
+        let error = parse_module(text, "new.py").unwrap_err().to_string();
+        assert!(error.contains("newer than the parser supports"), "{error}");
+        assert!(
+            error.contains("PEP 701") && error.contains("line 2"),
+            "{error}"
+        );
+        let plain = parse_module("x = (\n", "old.py").unwrap_err().to_string();
+        assert!(!plain.contains("PEP 701"), "{plain}");
+        assert!(!reuses_quotes_inside_f_string("print(f\"{d['k']}\")"));
+    }
 }
 
 #[cfg(test)]
