@@ -202,6 +202,7 @@ fn severities_can_be_changed_or_turned_off() {
     let scratch = scratch_copy(&["bad_input"]);
     std::fs::remove_file(scratch.path().join("broken.py")).unwrap();
     std::fs::remove_file(scratch.path().join("latin1.py")).unwrap();
+    std::fs::remove_file(scratch.path().join("declared_latin1.py")).unwrap();
     std::fs::write(
         scratch.path().join(".distribute.yml"),
         "severity:\n  DST101: off\n  learning-rate-without-warmup: error\n",

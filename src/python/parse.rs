@@ -23,6 +23,13 @@ pub enum LoadError {
     Unreadable(String),
     #[error("not valid UTF-8: Python source must be UTF-8")]
     InvalidUtf8 { location: Location },
+    #[error(
+        "encoding {encoding} declared: not supported (only UTF-8 sources are analysed; re-encode the file as UTF-8)"
+    )]
+    UnsupportedEncoding {
+        location: Location,
+        encoding: String,
+    },
     #[error("syntax error: {message}")]
     Syntax { location: Location, message: String },
 }
@@ -31,9 +38,9 @@ impl LoadError {
     pub fn location(&self) -> Option<Location> {
         match self {
             LoadError::Unreadable(_) => None,
-            LoadError::InvalidUtf8 { location } | LoadError::Syntax { location, .. } => {
-                Some(*location)
-            }
+            LoadError::InvalidUtf8 { location }
+            | LoadError::UnsupportedEncoding { location, .. }
+            | LoadError::Syntax { location, .. } => Some(*location),
         }
     }
 }
@@ -46,10 +53,50 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, LoadError> {
         let prefix = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
         let line = prefix.matches('\n').count() + 1;
         let column = prefix.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-        LoadError::InvalidUtf8 {
-            location: Location { line, column },
+        match declared_encoding(&bytes) {
+            Some((encoding, declared_on)) => LoadError::UnsupportedEncoding {
+                location: Location {
+                    line: declared_on,
+                    column: 1,
+                },
+                encoding,
+            },
+            None => LoadError::InvalidUtf8 {
+                location: Location { line, column },
+            },
         }
     })
+}
+
+/// A PEP 263 declaration (`# -*- coding: latin-1 -*-`) on the first or
+/// second line, other than UTF-8: the encoding and its line.
+fn declared_encoding(bytes: &[u8]) -> Option<(String, usize)> {
+    for (index, line) in bytes.split(|byte| *byte == b'\n').take(2).enumerate() {
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim_start();
+        if !line.starts_with('#') {
+            continue;
+        }
+        let Some(at) = line.find("coding").map(|at| at + "coding".len()) else {
+            continue;
+        };
+        let rest = line[at..].trim_start_matches([':', '=']).trim_start();
+        if !line[at..].starts_with([':', '=']) {
+            continue;
+        }
+        let encoding: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect();
+        let is_utf8 = matches!(
+            encoding.to_lowercase().replace('_', "-").as_str(),
+            "utf-8" | "utf8"
+        );
+        if !encoding.is_empty() && !is_utf8 {
+            return Some((encoding, index + 1));
+        }
+    }
+    None
 }
 
 /// Reads a file from disk.
@@ -166,6 +213,23 @@ pub fn span(node: &impl Ranged) -> std::ops::Range<usize> {
 #[cfg(test)]
 mod newer_syntax_tests {
     use super::*;
+
+    #[test]
+    fn a_declared_encoding_is_named_as_not_supported() {
+        let bytes = b"# -*- coding: latin-1 -*-\nx = '\xe9'\n".to_vec();
+        let error = decode(bytes).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "encoding latin-1 declared: not supported (only UTF-8 sources are analysed; re-encode the file as UTF-8)"
+        );
+        assert_eq!(error.location().map(|at| at.line), Some(1));
+        let undeclared = decode(b"x = '\xe9'\n".to_vec()).unwrap_err();
+        assert!(undeclared.to_string().starts_with("not valid UTF-8"));
+        assert_eq!(
+            decode(b"# coding: utf-8\nx = 1\n".to_vec()).unwrap(),
+            "# coding: utf-8\nx = 1\n"
+        );
+    }
 
     #[test]
     fn pep_701_f_strings_are_named_as_newer_syntax() {
