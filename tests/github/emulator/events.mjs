@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { HttpError } from './emulator.mjs';
+import { HttpError } from './common.mjs';
 
 const require = createRequire(import.meta.url);
 let examples = null;

@@ -2,8 +2,8 @@
 // emulator and the request context {params, query, body, user, token, url, docUrl} and
 // returns {status, body, headers}; errors GitHub would answer are thrown as HttpError.
 
-import { HttpError, MAX_PR_FILES, ROLE_PERMISSION, chars, commitText, isSha, lc } from './emulator.mjs';
-import { gitObjectSha } from './git.mjs';
+import { HttpError, MAX_PR_FILES, ROLE_PERMISSION, chars, isSha, lc } from './common.mjs';
+import { commitText, gitObjectSha } from './git.mjs';
 
 const ok = (body, headers) => ({ status: 200, body, headers });
 const created = (body, location) => ({ status: 201, body, headers: location ? { location } : {} });

@@ -9,7 +9,8 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { OpenApi } from './openapi.mjs';
-import { Emulator, HttpError } from './emulator.mjs';
+import { HttpError } from './common.mjs';
+import { Emulator } from './emulator.mjs';
 import { handlers } from './handlers.mjs';
 import { webhookEvent } from './events.mjs';
 
@@ -88,11 +89,8 @@ function parseToken(header) {
 // ---------------------------------------------------------------------------------------
 // The emulated API
 
-async function handleApi(req, res, url, raw) {
-  const method = req.method;
-  const path = url.pathname;
-  emu.rateUsed++;
-  const headers = { ...rateHeaders(), 'x-github-request-id': requestId(), 'x-github-api-version-selected': '2022-11-28' };
+// The request as the tests see it in the state's `requests`.
+function recordRequest(method, path, url, raw) {
   const record = {
     id: emu.requests.length + 1,
     method,
@@ -112,6 +110,50 @@ async function handleApi(req, res, url, raw) {
     }
   }
   emu.requests.push(record);
+  return record;
+}
+
+// A write the token may not make: a read-only token, a repository outside the token's list,
+// or one the seed did not name (a fork, which a workflow's token cannot write to).
+function writeForbidden(method, pathParams, token) {
+  if (!WRITE.has(method)) return false;
+  const repoKey = pathParams.owner && pathParams.repo ? `${pathParams.owner}/${pathParams.repo}`.toLowerCase() : null;
+  const outside = token.repos && repoKey && !token.repos.includes(repoKey);
+  const notSeeded = !token.repos && repoKey && emu.repos.has(repoKey) && !emu.repos.get(repoKey).seeded;
+  return !token.can_write || outside || notSeeded;
+}
+
+// The handler's answer; an exception other than an HttpError is a bug in the emulator.
+function callHandler(handler, ctx, record) {
+  const { id, method, path } = record;
+  try {
+    return handler(emu, ctx);
+  } catch (err) {
+    if (err instanceof HttpError) return { status: err.status, body: err.body, headers: err.headers };
+    emu.emulatorErrors.push({ kind: 'exception', message: String(err?.stack || err), request: { id, method, path } });
+    console.error(err);
+    return { status: 500, body: { message: 'emulator: internal error', documentation_url: ctx.docUrl } };
+  }
+}
+
+// An answer GitHub's description does not allow is a bug in the emulator: recorded, not sent differently.
+function checkAnswer(route, result, record) {
+  const { id, method, path } = record;
+  if (result.status === 501) {
+    emu.emulatorErrors.push({ kind: 'not_emulated', message: result.body.message, request: { id, method, path } });
+  }
+  for (const message of api.validateResponse(route, result.status, result.body)) {
+    emu.emulatorErrors.push({ kind: 'response_schema', message, operation: route.op.operationId, request: { id, method, path } });
+    console.error(`emulator: ${route.op.operationId}: ${message}`);
+  }
+}
+
+async function handleApi(req, res, url, raw) {
+  const method = req.method;
+  const path = url.pathname;
+  emu.rateUsed++;
+  const headers = { ...rateHeaders(), 'x-github-request-id': requestId(), 'x-github-api-version-selected': '2022-11-28' };
+  const record = recordRequest(method, path, url, raw);
   const violate = (msgs) => {
     for (const message of msgs) {
       record.violations.push(message);
@@ -148,13 +190,8 @@ async function handleApi(req, res, url, raw) {
   const token = tokenName && emu.tokens.get(tokenName);
   if (!token) return finish(401, { message: 'Bad credentials', documentation_url: DOCS });
   record.user = token.user;
-  if (WRITE.has(method)) {
-    const repoKey = match.pathParams.owner && match.pathParams.repo ? `${match.pathParams.owner}/${match.pathParams.repo}`.toLowerCase() : null;
-    const outside = token.repos && repoKey && !token.repos.includes(repoKey);
-    const notSeeded = !token.repos && repoKey && emu.repos.has(repoKey) && !emu.repos.get(repoKey).seeded;
-    if (!token.can_write || outside || notSeeded) {
-      return finish(403, { message: 'Resource not accessible by integration', documentation_url: docUrl });
-    }
+  if (writeForbidden(method, match.pathParams, token)) {
+    return finish(403, { message: 'Resource not accessible by integration', documentation_url: docUrl });
   }
 
   const handler = handlers[route.op.operationId];
@@ -165,24 +202,8 @@ async function handleApi(req, res, url, raw) {
     return finish(501, { message: `emulator: ${route.op.operationId} is not emulated`, documentation_url: docUrl });
   }
   const ctx = { params: v.params, query: v.query, body: v.body, user: token.user, token, url, docUrl };
-  let result;
-  try {
-    result = handler(emu, ctx);
-  } catch (err) {
-    if (err instanceof HttpError) result = { status: err.status, body: err.body, headers: err.headers };
-    else {
-      emu.emulatorErrors.push({ kind: 'exception', message: String(err?.stack || err), request: { id: record.id, method, path } });
-      console.error(err);
-      result = { status: 500, body: { message: 'emulator: internal error', documentation_url: docUrl } };
-    }
-  }
-  if (result.status === 501) {
-    emu.emulatorErrors.push({ kind: 'not_emulated', message: result.body.message, request: { id: record.id, method, path } });
-  }
-  for (const message of api.validateResponse(route, result.status, result.body)) {
-    emu.emulatorErrors.push({ kind: 'response_schema', message, operation: route.op.operationId, request: { id: record.id, method, path } });
-    console.error(`emulator: ${route.op.operationId}: ${message}`);
-  }
+  const result = callHandler(handler, ctx, record);
+  checkAnswer(route, result, record);
   return finish(result.status, result.body, result.headers);
 }
 
