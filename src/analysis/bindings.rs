@@ -31,6 +31,10 @@ pub enum BindingKind {
     /// `Adam = tf.keras.optimizers.Adam`: resolved, but a later reassignment of
     /// the name would not be followed.
     MemberAlias,
+    /// `tf.` used but `tf` never bound (a damaged or missing import): taken
+    /// for tensorflow, as the import the rewrite adds will make it, so that a
+    /// second run sees what the first saw.
+    Assumed,
 }
 
 /// A name-to-binding table for one scope.
@@ -77,7 +81,10 @@ impl Bindings {
         let mut candidates: Vec<&String> = self
             .names
             .iter()
-            .filter(|(_, binding)| canonical_name(&binding.qualified) == qualified)
+            .filter(|(_, binding)| {
+                binding.kind != BindingKind::Assumed
+                    && canonical_name(&binding.qualified) == qualified
+            })
             .map(|(name, _)| name)
             .collect();
         candidates.sort();
