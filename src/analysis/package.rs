@@ -639,6 +639,29 @@ fn imported_package_modules(module: &Module, package_modules: &ModuleIndex) -> V
     with_parents
 }
 
+/// `tf.` used at the top of a module that binds neither `tf` nor tensorflow:
+/// the rewrite will import tensorflow as `tf`, so the analysis reads `tf` so
+/// already (a second run must see what the first saw).
+fn assume_unbound_tf(module: &mut Module) {
+    use super::bindings::{Binding, BindingKind};
+    let binds_tensorflow = module.bindings.iter().any(|(_, binding)| {
+        super::library::is_tensorflow(&super::library::canonical_name(&binding.qualified))
+    });
+    if binds_tensorflow
+        || module.bindings.is_bound("tf")
+        || super::bindings::assigned_names(&module.body).contains("tf")
+        || !module.source.text.contains("tf.")
+    {
+        return;
+    }
+    let binding = Binding {
+        qualified: "tensorflow".to_string(),
+        statement: 0..0,
+        kind: BindingKind::Assumed,
+    };
+    module.bindings.insert("tf", binding);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,27 +715,4 @@ mod tests {
         let notebook_changed: HashSet<String> = ["train.ipynb".to_string()].into();
         assert_eq!(package.with_dependents(&notebook_changed), notebook_changed);
     }
-}
-
-/// `tf.` used at the top of a module that binds neither `tf` nor tensorflow:
-/// the rewrite will import tensorflow as `tf`, so the analysis reads `tf` so
-/// already (a second run must see what the first saw).
-fn assume_unbound_tf(module: &mut Module) {
-    use super::bindings::{Binding, BindingKind};
-    let binds_tensorflow = module.bindings.iter().any(|(_, binding)| {
-        super::library::is_tensorflow(&super::library::canonical_name(&binding.qualified))
-    });
-    if binds_tensorflow
-        || module.bindings.is_bound("tf")
-        || super::bindings::assigned_names(&module.body).contains("tf")
-        || !module.source.text.contains("tf.")
-    {
-        return;
-    }
-    let binding = Binding {
-        qualified: "tensorflow".to_string(),
-        statement: 0..0,
-        kind: BindingKind::Assumed,
-    };
-    module.bindings.insert("tf", binding);
 }
