@@ -48,6 +48,8 @@ pub struct ModuleRewrite<'a> {
     importer: Importer,
     /// Calls whose added keywords go on lines of their own (the line was too long).
     continued_calls: HashSet<usize>,
+    /// Calls written with no argument that got a keyword already.
+    keyworded_empty_calls: HashSet<usize>,
     /// What the learning-rate pass shares with patterns that scale a call themselves.
     pub learning_rates: LearningRateState,
     /// Where `hvd.init()` runs (the module's own call, or where the init
@@ -108,6 +110,7 @@ impl<'a> ModuleRewrite<'a> {
             names,
             importer,
             continued_calls: HashSet::new(),
+            keyworded_empty_calls: HashSet::new(),
             learning_rates: LearningRateState::default(),
             horovod_initialised_at: None,
         }
@@ -152,6 +155,14 @@ impl<'a> ModuleRewrite<'a> {
     /// Adds `name=value` to a call, after its last argument, following the call's layout.
     pub fn add_keyword(&mut self, call: &ast::ExprCall, name: &str, value: &str) {
         let start = span(call).start;
+        let had_no_arguments = call.args.is_empty() && call.keywords.is_empty();
+        // A second keyword for a call that had none follows the first.
+        if had_no_arguments && !self.keyworded_empty_calls.insert(start) {
+            let closing = span(call).end - 1;
+            self.sink
+                .edit(Edit::insertion(closing, format!(", {name}={value}")));
+            return;
+        }
         let continued = self.continued_calls.contains(&start);
         let added =
             edit_builders::add_keyword(self.text, &self.stylist, call, name, value, continued);
