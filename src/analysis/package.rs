@@ -644,10 +644,8 @@ fn imported_package_modules(module: &Module, package_modules: &ModuleIndex) -> V
 /// already (a second run must see what the first saw).
 fn assume_unbound_tf(module: &mut Module) {
     use super::bindings::{Binding, BindingKind};
-    let binds_tensorflow = module.bindings.iter().any(|(_, binding)| {
-        super::library::is_tensorflow(&super::library::canonical_name(&binding.qualified))
-    });
-    if binds_tensorflow
+    // The same test the importer makes before adding `import tensorflow as tf`.
+    if module.bindings.name_for("tensorflow").is_some()
         || module.bindings.is_bound("tf")
         || super::bindings::assigned_names(&module.body).contains("tf")
         || !module.source.text.contains("tf.")
