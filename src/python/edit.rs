@@ -49,11 +49,18 @@ pub struct ConflictingEdits {
 
 /// Applies edits in one left-to-right pass. Identical edits (the same import
 /// wanted by two rules) are applied once; insertions at the same offset keep
-/// the order in which rules produced them.
+/// the order in which rules produced them, except that whole lines inserted
+/// at a line start go first, the more indented first: lines continuing the
+/// block that ends there must precede lines opening the next statement.
 pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, ConflictingEdits> {
     let mut ordered: Vec<(usize, &Edit)> = edits.iter().enumerate().collect();
-    ordered.sort_by(|(order_a, a), (order_b, b)| {
-        (a.range.start, a.range.end, *order_a).cmp(&(b.range.start, b.range.end, *order_b))
+    ordered.sort_by_cached_key(|(order, edit)| {
+        (
+            edit.range.start,
+            edit.range.end,
+            line_insertion_rank(text, edit),
+            *order,
+        )
     });
     let mut unique: Vec<&Edit> = Vec::with_capacity(ordered.len());
     for (_, edit) in ordered {
@@ -81,6 +88,19 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, ConflictingEdit
     Ok(output)
 }
 
+/// For an insertion of whole lines at a line start: first, deeper indented
+/// first; anything else after them, in rule order.
+fn line_insertion_rank(text: &str, edit: &Edit) -> (bool, std::cmp::Reverse<usize>) {
+    let at = edit.range.start;
+    let at_line_start = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
+    let whole_lines = edit.range.is_empty() && at_line_start && edit.content.ends_with('\n');
+    if !whole_lines {
+        return (true, std::cmp::Reverse(0));
+    }
+    let indent = edit.content.len() - edit.content.trim_start_matches([' ', '\t']).len();
+    (false, std::cmp::Reverse(indent))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +115,20 @@ mod tests {
             Edit::insertion(3, "!"),
         ];
         assert_eq!(apply_edits(text, &edits).unwrap(), ">abc! xyz");
+    }
+
+    #[test]
+    fn lines_continuing_a_block_precede_lines_opening_the_next_statement() {
+        let text = "for x in y:\n    a()\nb()\n";
+        let at = text.find("b()").unwrap();
+        let edits = vec![
+            Edit::insertion(at, "c = 1\n"),
+            Edit::insertion(at, "    d()\n"),
+        ];
+        assert_eq!(
+            apply_edits(text, &edits).unwrap(),
+            "for x in y:\n    a()\n    d()\nc = 1\nb()\n"
+        );
     }
 
     #[test]
