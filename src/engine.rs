@@ -104,6 +104,7 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     let package = Package::load(&request.root, &files, &always_parse);
     let options = RuleOptions {
         shard_datasets: request.config.shard_datasets,
+        warmup_epochs: request.config.warmup_epochs,
     };
     let analysis = Analysis::new(&package);
     let scope = request.scope.as_ref().map(|scope| {

@@ -235,6 +235,35 @@ fn shard_datasets_inserts_a_shard_into_the_pipeline() {
 }
 
 #[test]
+fn warmup_epochs_sets_the_warmup_callback_and_zero_turns_it_off() {
+    let scratch = scratch_copy(&["keras_callbacks_inline"]);
+    let (_, output, _) = distribute(scratch.path(), &["diff", "--root", "."]);
+    assert!(
+        output
+            .contains("LearningRateWarmupCallback(initial_lr=0.002 * hvd.size(), warmup_epochs=5"),
+        "{output}"
+    );
+    assert!(
+        !output.contains("DST102"),
+        "the callback replaces the advice: {output}"
+    );
+    let config = scratch.path().join(".distribute.yml");
+    std::fs::write(&config, "warmup_epochs: 3\n").unwrap();
+    let (_, output, _) = distribute(scratch.path(), &["diff", "--root", "."]);
+    assert!(output.contains("warmup_epochs=3,"), "{output}");
+    std::fs::write(&config, "warmup_epochs: 0\n").unwrap();
+    let (_, output, _) = distribute(scratch.path(), &["diff", "--root", "."]);
+    let added = output
+        .lines()
+        .any(|line| line.starts_with('+') && line.contains("LearningRateWarmupCallback("));
+    assert!(!added, "{output}");
+    assert!(
+        output.contains("DST102"),
+        "without the callback the advice stays: {output}"
+    );
+}
+
+#[test]
 fn configuration_errors_name_the_file_key_and_line() {
     let scratch = scratch_copy(&["keras_optimizer_object"]);
     std::fs::write(

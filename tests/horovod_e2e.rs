@@ -107,6 +107,8 @@ e2e_cases!(
     keras_notebook_cells,
     tape_notebook_magics,
     keras_colab_notebook,
+    keras_train_on_batch_gan,
+    keras_train_on_batch_agent,
 );
 
 #[test]

@@ -255,6 +255,10 @@ pub fn returns_model(canonical: &str) -> bool {
             .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
+/// One optimizer step of a Keras model on one batch: loops of it train GANs
+/// and reinforcement-learning agents.
+pub const KERAS_BATCH_STEP: &str = "train_on_batch";
+
 /// Keras methods that train a compiled model: `fit`, and Keras 2's
 /// `fit_generator` (tf.keras up to 2.15).
 pub fn is_keras_fit_method(name: &str) -> bool {

@@ -15,7 +15,7 @@ pub mod rewrite;
 pub mod stylist;
 
 use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern, TrainingSite};
-use crate::analysis::{library, training, walk};
+use crate::analysis::{library, training};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python;
 use crate::python::edit::Edit;
@@ -46,7 +46,7 @@ pub const UNSUPPORTED_TRAINING: Code = Code::new(
     "DST121",
     "unsupported-training-api",
     Severity::Error,
-    "The module trains with an API the tool recognises but does not rewrite (`train_on_batch` loops, `tf.contrib.eager` gradients): it is left single-GPU.",
+    "The module trains with an API the tool recognises but does not rewrite (`tf.contrib.eager` implicit gradients): it is left single-GPU.",
 );
 
 pub const DEVICE_TOWERS: Code = Code::new(
@@ -99,6 +99,8 @@ pub struct ModuleRewriteResult {
 pub struct RuleOptions {
     /// Insert `.shard(hvd.size(), hvd.rank())` into unsharded tf.data pipelines.
     pub shard_datasets: bool,
+    /// Epochs of `fit`'s learning-rate warm-up; `0` adds none.
+    pub warmup_epochs: u32,
 }
 
 /// Runs the rules for one module; `None` when it is not training code.
@@ -140,23 +142,15 @@ fn device_tower(analysis: &Analysis, module: &ModuleAnalysis) -> Option<std::ops
     })
 }
 
-/// Training the tool recognises but cannot rewrite: `model.train_on_batch`
-/// (GANs, reinforcement-learning agents) and `tf.contrib.eager`'s implicit
-/// gradients. Where, and what it is.
+/// Training the tool recognises but cannot rewrite: `tf.contrib.eager`'s
+/// implicit gradients. Where, and what it is.
 fn unsupported_training(
     analysis: &Analysis,
     module: &ModuleAnalysis,
 ) -> Option<(std::ops::Range<usize>, &'static str)> {
-    module.scopes.iter().enumerate().find_map(|(index, scope)| {
+    module.scopes.iter().find_map(|scope| {
         scope.facts.calls.iter().find_map(|site| {
             let call = site.call;
-            if let rustpython_parser::ast::Expr::Attribute(attribute) = call.func.as_ref()
-                && attribute.attr.as_str() == "train_on_batch"
-                && walk::dotted_name(&attribute.value)
-                    .is_some_and(|receiver| module.models[index].contains(&receiver))
-            {
-                return Some((python::parse::span(call), "`train_on_batch` loops"));
-            }
             let callee = training::callee_name(analysis.package, module.module, scope, &call.func)?;
             callee
                 .starts_with("tensorflow.contrib.eager.implicit")

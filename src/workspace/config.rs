@@ -31,10 +31,21 @@ pub struct ConfigFile {
     /// (`.shard(hvd.size(), hvd.rank())`): on unless turned off.
     #[serde(default = "sharding_by_default")]
     pub shard_datasets: bool,
+    /// Epochs over which `fit` ramps a scaled learning rate up (Horovod's
+    /// `LearningRateWarmupCallback`); `0` adds no warm-up.
+    #[serde(default = "warmup_epochs_by_default")]
+    pub warmup_epochs: u32,
 }
 
 fn sharding_by_default() -> bool {
     true
+}
+
+/// What Horovod's own Keras examples use.
+pub const DEFAULT_WARMUP_EPOCHS: u32 = 5;
+
+fn warmup_epochs_by_default() -> u32 {
+    DEFAULT_WARMUP_EPOCHS
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -104,6 +115,7 @@ pub struct Config {
     pub output: OutputMode,
     pub severity: BTreeMap<Code, Option<Severity>>,
     pub shard_datasets: bool,
+    pub warmup_epochs: u32,
     /// The file it came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -116,6 +128,7 @@ impl Default for Config {
             output: OutputMode::InPlace,
             severity: BTreeMap::new(),
             shard_datasets: true,
+            warmup_epochs: DEFAULT_WARMUP_EPOCHS,
             source: None,
         }
     }
@@ -168,6 +181,7 @@ impl Config {
             output,
             severity,
             shard_datasets: file.shard_datasets,
+            warmup_epochs: file.warmup_epochs,
             source: None,
         })
     }

@@ -1,7 +1,7 @@
 //! Which names hold Keras models and Estimators, and which package functions
 //! build models.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
@@ -81,7 +81,60 @@ pub(super) fn models_per_scope(
     for (names, attributes) in models.iter_mut().zip(class_attributes) {
         names.extend(attributes);
     }
+    let instance_attributes = model_attributes_of_instances(package, module, scopes, &models);
+    for (names, attributes) in models.iter_mut().zip(instance_attributes) {
+        names.extend(attributes);
+    }
     models
+}
+
+/// Per scope, `agent.model` for `agent = Agent(...)` when a method of this
+/// module's class `Agent` binds `self.model` to a model.
+fn model_attributes_of_instances(
+    package: &Package,
+    module: &Module,
+    scopes: &[Scope],
+    models: &[HashSet<String>],
+) -> Vec<HashSet<String>> {
+    let mut attributes_of_class: HashMap<String, HashSet<String>> = HashMap::new();
+    for (scope, names) in scopes.iter().zip(models) {
+        if let Some(class) = scope.class {
+            let attributes = names.iter().filter_map(|name| name.strip_prefix("self."));
+            attributes_of_class
+                .entry(format!("{}.{}", module.name, class.name))
+                .or_default()
+                .extend(attributes.map(String::from));
+        }
+    }
+    if attributes_of_class.values().all(HashSet::is_empty) {
+        return vec![HashSet::new(); scopes.len()];
+    }
+    scopes
+        .iter()
+        .map(|scope| {
+            let mut found = HashSet::new();
+            for stmt in scope.facts.statements.iter().copied() {
+                let Stmt::Assign(assign) = stmt else { continue };
+                let Expr::Call(call) = assign.value.as_ref() else {
+                    continue;
+                };
+                let Some(class) = callee_name(package, module, scope, &call.func) else {
+                    continue;
+                };
+                let Some(attributes) = attributes_of_class.get(&class) else {
+                    continue;
+                };
+                for target in assign.targets.iter().filter_map(dotted_name) {
+                    found.extend(
+                        attributes
+                            .iter()
+                            .map(|attribute| format!("{target}.{attribute}")),
+                    );
+                }
+            }
+            found
+        })
+        .collect()
 }
 
 /// Per scope, the `self.` model attributes assigned in any method of its

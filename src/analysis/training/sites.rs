@@ -196,7 +196,18 @@ fn fit_receiver(module: &ModuleFacts, scope: &ScopeFacts, call: &ast::ExprCall) 
     let Expr::Attribute(attribute) = call.func.as_ref() else {
         return FitReceiver::NotAModel;
     };
-    if !library::is_keras_fit_method(attribute.attr.as_str()) {
+    let method = attribute.attr.as_str();
+    if method == library::KERAS_BATCH_STEP {
+        // A batch step needs a model known to be one: a parameter is not assumed.
+        let known =
+            dotted_name(&attribute.value).is_some_and(|receiver| scope.models.contains(&receiver));
+        return if known {
+            FitReceiver::Model
+        } else {
+            FitReceiver::NotAModel
+        };
+    }
+    if !library::is_keras_fit_method(method) {
         return FitReceiver::NotAModel;
     }
     let is_model = match attribute.value.as_ref() {

@@ -62,6 +62,10 @@ pub struct LearningRateState {
     /// rate stays as written, since each worker takes as many steps as one
     /// GPU did and a scaled rate would only train worse.
     pub work_not_split: bool,
+    /// A warm-up callback was added to a fit: no DST102 advice is needed.
+    pub warmup_added: bool,
+    /// Why a fit got no warm-up callback, when a pattern knows.
+    pub why_no_warmup: Option<String>,
 }
 
 /// Scales every optimizer and schedule construction the patterns left alone.
@@ -97,6 +101,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     let mentions_warmup = rewrite.text.contains("Warmup") || rewrite.text.contains("warmup");
     if let Some(range) = rewrite.learning_rates.first_scaled_call.clone()
         && !mentions_warmup
+        && !rewrite.learning_rates.warmup_added
         && !rewrite.had_horovod
     {
         let suggestion = rewrite.plugin.warmup_suggestion(&rewrite.hvd);
@@ -104,7 +109,10 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             Diagnostic::new(
                 LEARNING_RATE_WITHOUT_WARMUP,
                 range,
-                "learning rate multiplied by hvd.size() with no warm-up; a large scaled rate can diverge in the first epochs",
+                match &rewrite.learning_rates.why_no_warmup {
+                    Some(why) => format!("learning rate multiplied by hvd.size() with no warm-up ({why}); a large scaled rate can diverge in the first epochs"),
+                    None => "learning rate multiplied by hvd.size() with no warm-up; a large scaled rate can diverge in the first epochs".to_string(),
+                },
             )
             .with_suggestion(suggestion),
         );

@@ -1,8 +1,9 @@
 //! The passes every pattern shares, one file each, run in this order after
 //! the pattern's own rewrite: the init block, learning-rate scaling, per-rank
-//! seeds, removal of the user's device pinning, and rank-0 guards. The loop-step division
-//! and sharding are called by the patterns on the loop they found.
+//! seeds, removal of the user's device pinning, and rank-0 guards. The loop-step division,
+//! sharding and the one-time broadcast are called by the patterns on the loop they found.
 
+pub mod broadcast;
 pub mod device_pinning;
 pub mod downloads;
 pub mod init_block;

@@ -24,9 +24,8 @@
 use crate::rules::BROADCAST_PLACEMENT;
 use crate::rules::assumptions::FUNCTION_PASSED_AS_VALUE;
 use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
-mod broadcast;
 
-use broadcast::place_broadcast;
+use crate::rules::passes::broadcast::{BroadcastTargets, FlagHome, place_broadcast};
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::Pattern;
@@ -230,12 +229,6 @@ fn statement_calls_method(stmt: &Stmt, receiver: &str, method: &str) -> bool {
     found
 }
 
-/// What to broadcast: the model's (or hand-built) variables and the optimizer.
-struct BroadcastTargets {
-    variables: String,
-    optimizer: String,
-}
-
 fn broadcast_targets(
     rewrite: &mut ModuleRewrite,
     scope: &Scope,
@@ -382,7 +375,15 @@ fn broadcast_after_first_step(
         && let Some(outermost) = path.iter().find(|stmt| is_loop(stmt))
     {
         let innermost = path.iter().rev().find(|stmt| is_loop(stmt)).copied();
-        place_broadcast(rewrite, outermost, stmt, &targets, None);
+        let horovod = rewrite.hvd.clone();
+        place_broadcast(
+            rewrite,
+            &horovod,
+            FlagHome::BeforeLoop(outermost),
+            stmt,
+            &targets,
+            None,
+        );
         if let Some(innermost) = innermost {
             divide_loop_steps(rewrite, innermost);
         }
@@ -445,9 +446,11 @@ fn broadcast_in_caller_loop(
                 return true;
             };
             let innermost = path.iter().rev().find(|stmt| is_loop(stmt)).copied();
+            let horovod = rewrite.hvd.clone();
             place_broadcast(
                 rewrite,
-                outermost,
+                &horovod,
+                FlagHome::BeforeLoop(outermost),
                 call_statement,
                 &translated,
                 Some(step_name),
@@ -563,7 +566,15 @@ fn broadcast_after_step_elsewhere(
         return;
     };
     if !rewrite.text.contains("broadcast_variables(") {
-        place_broadcast(rewrite, outermost, stmt, &targets, Some(&step_name));
+        let horovod = rewrite.hvd.clone();
+        place_broadcast(
+            rewrite,
+            &horovod,
+            FlagHome::BeforeLoop(outermost),
+            stmt,
+            &targets,
+            Some(&step_name),
+        );
     }
     divide_loop_steps(rewrite, innermost);
 }

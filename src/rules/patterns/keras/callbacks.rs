@@ -45,11 +45,11 @@ pub(super) fn rewrite_unpacked_fit(
     let test = rewrite.rank_zero_test();
     let mut entries = vec![format!("**{dict}")];
     if keyword(fit, "callbacks").is_some() {
-        rewrite_callbacks(rewrite, scope, fit);
+        rewrite_callbacks(rewrite, scope, fit, None);
     } else {
-        let [broadcast, average] = broadcast_callbacks(rewrite);
+        let horovod_callbacks = broadcast_callbacks(rewrite, None).join(", ");
         entries.push(format!(
-            "{}: [{broadcast}, {average}, *{dict}.get({}, [])]",
+            "{}: [{horovod_callbacks}, *{dict}.get({}, [])]",
             quoted("callbacks"),
             quoted("callbacks")
         ));
@@ -92,46 +92,61 @@ pub(super) fn rewrite_unpacked_fit(
     ));
 }
 
-pub(super) fn broadcast_callbacks(rewrite: &ModuleRewrite) -> [String; 2] {
-    [
+/// Horovod's callbacks, in the order its examples give them: the broadcast,
+/// the metric averaging, then the warm-up when there is one.
+pub(super) fn broadcast_callbacks(rewrite: &ModuleRewrite, warmup: Option<&str>) -> Vec<String> {
+    let mut callbacks = vec![
         format!(
             "{}.callbacks.BroadcastGlobalVariablesCallback(0)",
             rewrite.hvd
         ),
         format!("{}.callbacks.MetricAverageCallback()", rewrite.hvd),
-    ]
+    ];
+    callbacks.extend(warmup.map(String::from));
+    callbacks
 }
 
-pub(super) fn rewrite_callbacks(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
-    let [broadcast, average] = broadcast_callbacks(rewrite);
+/// Adds Horovod's callbacks (and `warmup`, the warm-up callback, if any) to
+/// a fit's, and keeps its file writers on rank 0.
+pub(super) fn rewrite_callbacks(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+    warmup: Option<&str>,
+) {
     let Some(callbacks) = keyword(fit, "callbacks") else {
-        rewrite.add_keyword(fit, "callbacks", &format!("[{broadcast}, {average}]"));
+        let horovod_callbacks = broadcast_callbacks(rewrite, warmup).join(", ");
+        rewrite.add_keyword(fit, "callbacks", &format!("[{horovod_callbacks}]"));
         return;
     };
     match &callbacks.value {
-        Expr::List(list) => rewrite_callback_list(rewrite, scope, list),
+        Expr::List(list) => rewrite_callback_list(rewrite, scope, list, warmup),
         Expr::Name(name) => {
             let definitions = list_definitions(rewrite, scope, name.id.as_str());
             if let [list] = definitions.as_slice() {
-                rewrite_callback_list(rewrite, scope, list);
+                rewrite_callback_list(rewrite, scope, list, warmup);
                 guard_writer_appends(rewrite, scope, name.id.as_str());
             } else {
-                callbacks_not_visible(rewrite, &callbacks.value);
+                callbacks_not_visible(rewrite, &callbacks.value, warmup);
             }
         }
-        other => callbacks_not_visible(rewrite, other),
+        other => callbacks_not_visible(rewrite, other, warmup),
     }
 }
 
-pub(super) fn callbacks_not_visible(rewrite: &mut ModuleRewrite, value: &Expr) {
+pub(super) fn callbacks_not_visible(
+    rewrite: &mut ModuleRewrite,
+    value: &Expr,
+    warmup: Option<&str>,
+) {
     if rewrite.calls_horovod_attribute(value, "BroadcastGlobalVariablesCallback") {
         return;
     }
-    let [broadcast, average] = broadcast_callbacks(rewrite);
+    let horovod_callbacks = broadcast_callbacks(rewrite, warmup).join(", ");
     let text = rewrite.expression_text(value).to_string();
     rewrite.edit(Edit::replacement(
         span(value),
-        format!("[{broadcast}, {average}, *{text}]"),
+        format!("[{horovod_callbacks}, *{text}]"),
     ));
     rewrite.diagnose(
         Diagnostic::new(
@@ -179,19 +194,20 @@ pub(super) fn rewrite_callback_list(
     rewrite: &mut ModuleRewrite,
     scope: &Scope,
     list: &ast::ExprList,
+    warmup: Option<&str>,
 ) {
     let already = list.elts.iter().any(|element| {
         rewrite.calls_horovod_attribute(element, "BroadcastGlobalVariablesCallback")
     });
     if !already {
-        let [broadcast, average] = broadcast_callbacks(rewrite);
+        let horovod_callbacks = broadcast_callbacks(rewrite, warmup);
         match list.elts.first() {
             None => {
                 let offset = span(list).start + 1;
                 rewrite
                     .sink
                     .edits
-                    .push(Edit::insertion(offset, format!("{broadcast}, {average}")));
+                    .push(Edit::insertion(offset, horovod_callbacks.join(", ")));
             }
             Some(first) => {
                 let start = span(first).start;
@@ -205,10 +221,11 @@ pub(super) fn rewrite_callback_list(
                 } else {
                     " ".to_string()
                 };
-                rewrite.edit(Edit::insertion(
-                    start,
-                    format!("{broadcast},{separator}{average},{separator}"),
-                ));
+                let joined: String = horovod_callbacks
+                    .iter()
+                    .map(|callback| format!("{callback},{separator}"))
+                    .collect();
+                rewrite.edit(Edit::insertion(start, joined));
             }
         }
     }

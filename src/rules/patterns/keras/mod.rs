@@ -19,8 +19,10 @@
 
 use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
 use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
+mod batch_steps;
 mod callbacks;
 mod optimizer;
+mod warmup;
 
 use callbacks::{rewrite_callbacks, rewrite_unpacked_fit};
 use optimizer::{find_compiles, wrap_compiled_optimizer};
@@ -90,17 +92,18 @@ impl Pattern for Keras {
     }
 
     /// The tape of a Keras model's own `train_step` needs horovod.tensorflow's
-    /// DistributedGradientTape.
+    /// DistributedGradientTape. So do the broadcasts after a `train_on_batch` step (Horovod's Keras
+    /// modules broadcast only through a callback or a TF1 session).
     fn needs_horovod_tensorflow(&self, module: &ModuleAnalysis, text: &str) -> bool {
-        module
-            .sites
-            .iter()
-            .any(|site| is_model_step_tape(site, text))
+        module.sites.iter().any(|site| {
+            is_model_step_tape(site, text)
+                || text[site.range.clone()].contains(library::KERAS_BATCH_STEP)
+        })
     }
 
     fn warmup_suggestion(&self, hvd: &str) -> String {
         format!(
-            "add `{hvd}.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=5)` to the callbacks"
+            "add `{hvd}.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=5)` to the callbacks of `fit`; in a `train_on_batch` loop, ramp the rate up from the single-worker value over the first epochs"
         )
     }
 
@@ -148,11 +151,35 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     wrap_model_step_tapes(rewrite);
     let mut compiled: HashSet<std::ops::Range<usize>> = HashSet::new();
-    for site in module
+    let (batch_steps, fits): (Vec<&TrainingSite>, Vec<&TrainingSite>) = module
         .sites
         .iter()
         .filter(|site| site.pattern == TrainingPattern::Keras)
-    {
+        .partition(|site| batch_steps::is_batch_step(rewrite, site));
+    let mut scopes_with_batch_steps: Vec<usize> =
+        batch_steps.iter().map(|site| site.scope).collect();
+    scopes_with_batch_steps.dedup();
+    for scope_index in scopes_with_batch_steps {
+        let sites: Vec<&TrainingSite> = batch_steps
+            .iter()
+            .filter(|site| site.scope == scope_index)
+            .copied()
+            .collect();
+        batch_steps::rewrite_batch_steps(rewrite, scope_index, &sites, &mut compiled);
+    }
+    // Steps first: whether any fit's work stays whole decides the rate, and
+    // with it whether a warm-up is added to the callbacks.
+    for site in &fits {
+        let scope = &module.scopes[site.scope];
+        if let Some((_, fit)) = find_call(scope, &site.range)
+            && matches!(fit.func.as_ref(), Expr::Attribute(attribute)
+                if library::is_keras_fit_method(attribute.attr.as_str()))
+            && fit.keywords.iter().all(|keyword| keyword.arg.is_some())
+        {
+            divide_steps(rewrite, scope, fit);
+        }
+    }
+    for site in fits {
         let scope = &module.scopes[site.scope];
         let Some((_, fit)) = find_call(scope, &site.range) else {
             continue;
@@ -187,9 +214,18 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
         match fit.keywords.iter().find(|keyword| keyword.arg.is_none()) {
             Some(unpacked) => rewrite_unpacked_fit(rewrite, scope, fit, &unpacked.value),
             None => {
-                rewrite_callbacks(rewrite, scope, fit);
+                let mut why_not = None;
+                let warmup = dotted_name(&attribute.value)
+                    .filter(|_| !rewrite.learning_rates.work_not_split)
+                    .and_then(|receiver| {
+                        warmup::warmup_callback(rewrite, site.scope, fit, &receiver, &mut why_not)
+                    });
+                rewrite.learning_rates.warmup_added |= warmup.is_some();
+                if rewrite.learning_rates.why_no_warmup.is_none() {
+                    rewrite.learning_rates.why_no_warmup = why_not;
+                }
+                rewrite_callbacks(rewrite, scope, fit, warmup.as_deref());
                 rank_zero_verbose(rewrite, fit);
-                divide_steps(rewrite, scope, fit);
             }
         }
         // A fit run for a caller in another module: that module compiles the model.
@@ -242,7 +278,7 @@ fn wrap_model_step_tapes(rewrite: &mut ModuleRewrite) {
 
 /// Wraps the optimizer `receiver.compile(...)` is given (once per compile),
 /// or says that the compile is not in this module.
-fn wrap_optimizer_compiled_for(
+pub(super) fn wrap_optimizer_compiled_for(
     rewrite: &mut ModuleRewrite,
     scope_index: usize,
     receiver: &str,

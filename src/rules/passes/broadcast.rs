@@ -1,31 +1,50 @@
 //! Placing the one-time broadcast of the initial variables after the first
 //! optimizer step, guarded by a flag that is set once per job.
+//!
+//! Input: the statement of the first step, the loop or function that runs it,
+//! and what to broadcast. Output: the guarded broadcast, the flag, and a
+//! DST107 note saying where and why.
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use super::BroadcastTargets;
-use crate::analysis::library;
+use crate::analysis::{keras_version, library};
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::BROADCAST_PLACEMENT;
 use crate::rules::rewrite::ModuleRewrite;
 
-pub(super) fn place_broadcast(
+/// What to broadcast: the model's (or hand-built) variables and the optimizer.
+pub struct BroadcastTargets {
+    pub variables: String,
+    pub optimizer: String,
+}
+
+/// Where the flag that makes the broadcast run once per job lives.
+#[derive(Clone, Copy)]
+pub enum FlagHome<'a> {
+    /// Set before this loop, the outermost one around the step (made a
+    /// module global when the function holding it is called in a loop).
+    BeforeLoop(&'a Stmt),
+    /// The step is in a function that no loop of its own runs (an agent's
+    /// `replay`, called once per environment step): a module global.
+    Global(&'a Stmt),
+}
+
+/// Inserts, after `after`, a broadcast of `targets` from rank 0 that runs
+/// once; `horovod` names the `horovod.tensorflow` module (its
+/// `broadcast_variables`), `step_name` the step function the loop calls.
+pub fn place_broadcast(
     rewrite: &mut ModuleRewrite,
-    outermost_loop: &Stmt,
+    horovod: &str,
+    home: FlagHome,
     after: &Stmt,
     targets: &[BroadcastTargets],
     step_name: Option<&str>,
 ) {
-    let hvd = rewrite.hvd.clone();
+    let hvd = horovod.to_string();
     let flag = rewrite.fresh(&["broadcast_done", "hvd_broadcast_done"]);
     let unit = rewrite.stylist.indent_unit.clone();
-    let keras_3 = rewrite
-        .module
-        .module
-        .bindings
-        .iter()
-        .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
+    let keras_3 = uses_keras_3(rewrite);
     // tf.keras 2 optimizers expose `variables()` (a method, or a callable list since Keras 2.11); Keras 3 a property.
     let mut broadcasts: Vec<String> = Vec::new();
     for target in targets {
@@ -41,7 +60,13 @@ pub(super) fn place_broadcast(
             }
         }
     }
-    let flag_is_global = declare_flag(rewrite, outermost_loop, &flag);
+    let flag_is_global = match home {
+        FlagHome::BeforeLoop(outermost_loop) => declare_flag(rewrite, outermost_loop, &flag),
+        FlagHome::Global(function) => {
+            declare_global_flag(rewrite, function, &flag);
+            true
+        }
+    };
     rewrite.insert_after_statement(
         &span(after),
         &[format!(
@@ -54,11 +79,14 @@ pub(super) fn place_broadcast(
         Some(step) => format!(
             "variables are broadcast from rank 0 once, after the first call of `{step}` ({line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
         ),
-        _ => format!(
+        None if matches!(home, FlagHome::Global(_)) => format!(
+            "variables are broadcast from rank 0 once, after the first optimizer step ({line}), guarded by the module global `{flag}`: the function holding the step runs once per call, with no loop of its own"
+        ),
+        None => format!(
             "variables are broadcast from rank 0 once, after the first optimizer step ({line}), guarded by the flag `{flag}` set before the loop"
         ),
     };
-    let how = if flag_is_global {
+    let how = if flag_is_global && matches!(home, FlagHome::BeforeLoop(_)) {
         format!(
             "{how}; the flag is a module global because the function holding the loop is itself called in a loop, and the broadcast must run once per job"
         )
@@ -66,6 +94,18 @@ pub(super) fn place_broadcast(
         how
     };
     rewrite.diagnose(Diagnostic::new(BROADCAST_PLACEMENT, span(after), how));
+}
+
+/// Standalone Keras 3, whose optimizers expose `variables` as a property.
+fn uses_keras_3(rewrite: &ModuleRewrite) -> bool {
+    let module = rewrite.module.module;
+    let imports_keras = module
+        .bindings
+        .iter()
+        .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
+    let generation =
+        keras_version::generation_of(rewrite.analysis.keras_pin.as_ref(), &module.source.text);
+    imports_keras && matches!(generation, keras_version::KerasGeneration::Three { .. })
 }
 
 /// Sets the broadcast flag to False where it runs once per job: before the
@@ -83,6 +123,14 @@ fn declare_flag(rewrite: &mut ModuleRewrite, outermost_loop: &Stmt, flag: &str) 
         rewrite.insert_before_statement(&span(outermost_loop), &[format!("{flag} = False")]);
         return false;
     }
+    declare_global_flag(rewrite, function, flag);
+    true
+}
+
+/// `flag = False` at module level before the top-level statement holding
+/// `function`, and `global flag` at the top of the function's body.
+fn declare_global_flag(rewrite: &mut ModuleRewrite, function: &Stmt, flag: &str) {
+    let module = rewrite.module;
     let top_level = module.module.body.iter().find(|stmt| {
         span(*stmt).start <= span(function).start && span(function).end <= span(*stmt).end
     });
@@ -90,13 +138,16 @@ fn declare_flag(rewrite: &mut ModuleRewrite, outermost_loop: &Stmt, flag: &str) 
         let lines = [format!("{flag} = False"), String::new(), String::new()];
         rewrite.insert_before_statement(&span(top_level), &lines);
     }
-    let first = scope
-        .body
+    let body = match function {
+        Stmt::FunctionDef(function) => &function.body,
+        Stmt::AsyncFunctionDef(function) => &function.body,
+        _ => return,
+    };
+    let first = body
         .iter()
         .find(|stmt| !is_docstring(stmt))
-        .unwrap_or(&scope.body[0]);
+        .unwrap_or(&body[0]);
     rewrite.insert_before_statement(&span(first), &[format!("global {flag}")]);
-    true
 }
 
 /// Whether some loop of the module calls a function of this name (or the

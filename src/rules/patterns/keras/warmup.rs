@@ -1,0 +1,205 @@
+//! The learning-rate warm-up of a Keras `fit`: Horovod's
+//! `LearningRateWarmupCallback`, added beside the broadcast callback when the
+//! rate is scaled, as Horovod's own Keras examples do.
+//!
+//! Input: the fit, its model, and the `compile` that gives the optimizer.
+//! Output: the callback's text, or `None` when its starting rate cannot be
+//! named where the callbacks are (the DST102 advice then stays).
+
+use rustpython_parser::ast::{self, Expr};
+
+use super::optimizer::{find_compiles, optimizer_assignments};
+use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
+use crate::analysis::walk::keyword;
+use crate::rules::passes::learning_rate::learning_rate_value;
+use crate::rules::rewrite::ModuleRewrite;
+
+/// `hvd.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=N, momentum_correction=False)`
+/// for the model `receiver` fitted in scope `scope_index`, when warm-up is
+/// on and the compiled optimizer's rate is a number nameable there.
+/// When there is none, `why_not` may say why (for DST102's message).
+pub(super) fn warmup_callback(
+    rewrite: &ModuleRewrite,
+    scope_index: usize,
+    fit: &ast::ExprCall,
+    receiver: &str,
+    why_not: &mut Option<String>,
+) -> Option<String> {
+    let epochs = rewrite.options.warmup_epochs;
+    let text = rewrite.text;
+    if epochs == 0 {
+        *why_not = Some("warm-up is turned off by `warmup_epochs: 0`".into());
+        return None;
+    }
+    if rewrite.had_horovod || text.contains("Warmup") || text.contains("warmup") {
+        return None;
+    }
+    if let Some(count) = known_epochs(rewrite, fit)
+        && count <= u64::from(epochs)
+    {
+        *why_not = Some(format!(
+            "the fit trains {count} epoch{}, no more than a {epochs}-epoch warm-up, so none was added",
+            if count == 1 { "" } else { "s" }
+        ));
+        return None;
+    }
+    let compiles = find_compiles(rewrite, scope_index, receiver);
+    let [(compile_scope, compile)] = compiles.as_slice() else {
+        return None;
+    };
+    let rate = compiled_rate(rewrite, *compile_scope, compile)?;
+    let rate = match rate {
+        Rate::Default(value) => value.to_string(),
+        Rate::Expression(value) => {
+            let portable = matches!(value, Expr::Constant(_)) || *compile_scope == scope_index;
+            if !portable || rewrite.uses_worker_count(value) {
+                return None;
+            }
+            let written = rewrite.expression_text(value);
+            match value {
+                Expr::Constant(_) | Expr::Name(_) | Expr::Attribute(_) => written.to_string(),
+                _ => format!("({written})"),
+            }
+        }
+    };
+    // Momentum correction is off: the optimizers of TensorFlow 2.11 and later
+    // hold `momentum` as a Python float, which the callback fails to set.
+    Some(format!(
+        "{}.callbacks.LearningRateWarmupCallback(initial_lr={rate} * {}, warmup_epochs={epochs}, momentum_correction=False)",
+        rewrite.hvd,
+        rewrite.horovod_call("size")
+    ))
+}
+
+/// The number of epochs a fit trains, when it is known.
+fn known_epochs(rewrite: &ModuleRewrite, fit: &ast::ExprCall) -> Option<u64> {
+    let epochs = keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.get(3));
+    match epochs {
+        // Keras trains one epoch unless told otherwise.
+        None => Some(1),
+        Some(epochs) => known_integer(rewrite, epochs),
+    }
+}
+
+/// An integer literal, or the integer default of a command-line option read
+/// as `args.epochs` (`parser.add_argument("--epochs", default=3)`) or
+/// `FLAGS.epochs` (`flags.DEFINE_integer("epochs", 3, ...)`).
+fn known_integer(rewrite: &ModuleRewrite, expr: &Expr) -> Option<u64> {
+    let integer = |expr: &Expr| match expr {
+        Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Int(value),
+            ..
+        }) => u64::try_from(value).ok(),
+        _ => None,
+    };
+    if let Some(value) = integer(expr) {
+        return Some(value);
+    }
+    let Expr::Attribute(attribute) = expr else {
+        return None;
+    };
+    let option = attribute.attr.as_str();
+    let names = [
+        format!("--{option}"),
+        format!("--{}", option.replace('_', "-")),
+        option.to_string(),
+    ];
+    rewrite.module.scopes.iter().find_map(|scope| {
+        scope.facts.calls.iter().find_map(|site| {
+            let call = site.call;
+            let Expr::Attribute(method) = call.func.as_ref() else {
+                return None;
+            };
+            let declared = match call.args.first() {
+                Some(Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::Str(name),
+                    ..
+                })) => name,
+                _ => return None,
+            };
+            match method.attr.as_str() {
+                "add_argument" if names[..2].contains(declared) => {
+                    integer(&keyword(call, "default")?.value)
+                }
+                "DEFINE_integer" if declared == option => call
+                    .args
+                    .get(1)
+                    .or_else(|| keyword(call, "default").map(|keyword| &keyword.value))
+                    .and_then(integer),
+                _ => None,
+            }
+        })
+    })
+}
+
+/// A compiled optimizer's learning rate: as written, or the class default.
+enum Rate<'a> {
+    Expression(&'a Expr),
+    Default(&'static str),
+}
+
+/// The rate of the optimizer `compile` is given, if it is a number (a
+/// schedule's rate cannot be set by the callback).
+fn compiled_rate<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope_index: usize,
+    compile: &'a ast::ExprCall,
+) -> Option<Rate<'a>> {
+    let scope = &rewrite.module.scopes[scope_index];
+    let optimizer = keyword(compile, "optimizer")
+        .map(|keyword| &keyword.value)
+        .or_else(|| compile.args.first());
+    let construction = match optimizer {
+        None => return default_rate("RMSprop"),
+        Some(Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Str(name),
+            ..
+        })) => return default_rate(optimizer_for_string(name)?),
+        Some(Expr::Call(call)) => call,
+        Some(name @ (Expr::Name(_) | Expr::Attribute(_))) => {
+            let name = crate::analysis::walk::dotted_name(name)?;
+            match optimizer_assignments(rewrite, scope, &name).as_slice() {
+                [(_, Expr::Call(call))] => call,
+                _ => return None,
+            }
+        }
+        Some(_) => return None,
+    };
+    let Some(LibraryClass::Optimizer(argument)) =
+        rewrite.library_class_of_call(scope, construction)
+    else {
+        return None;
+    };
+    match learning_rate_value(construction, &argument) {
+        Some(value) if is_number(rewrite, value) => Some(Rate::Expression(value)),
+        Some(_) => None,
+        None => argument.default.map(Rate::Default),
+    }
+}
+
+fn default_rate(class: &str) -> Option<Rate<'static>> {
+    library::KERAS_OPTIMIZERS
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map(|(_, default)| Rate::Default(default))
+}
+
+/// A literal, or a name or arithmetic not holding a schedule.
+fn is_number(rewrite: &ModuleRewrite, value: &Expr) -> bool {
+    match value {
+        Expr::Constant(constant) => matches!(
+            constant.value,
+            ast::Constant::Float(_) | ast::Constant::Int(_)
+        ),
+        Expr::Name(_) | Expr::Attribute(_) => !matches!(
+            rewrite.value_kind_of(value),
+            Some(crate::analysis::index::AbstractValue::Schedule)
+        ),
+        Expr::BinOp(operation) => {
+            is_number(rewrite, &operation.left) && is_number(rewrite, &operation.right)
+        }
+        _ => false,
+    }
+}
