@@ -109,6 +109,7 @@ e2e_cases!(
     keras_colab_notebook,
     keras_train_on_batch_gan,
     keras_train_on_batch_agent,
+    trainer_keras_factories,
 );
 
 #[test]

@@ -3,6 +3,7 @@
 //! loop, directly or through calls across files. The rules use these facts to
 //! decide what to rewrite and where the Horovod setup goes.
 
+mod factories;
 mod linking;
 mod models;
 mod scopes;
@@ -109,6 +110,12 @@ pub struct ModuleAnalysis<'a> {
     /// Step functions of this module called by a loop in another module, by
     /// scope index: that module's relative path and the line of the call (`line 12`).
     pub step_callers: HashMap<usize, (String, String)>,
+    /// Models fitted here (scope index, receiver) that a function of another
+    /// module compiles: their optimizer is wrapped there.
+    pub compiled_elsewhere: HashSet<(usize, String)>,
+    /// `callbacks=` arguments of fits here that a function of another module
+    /// returns as a list: its file writers are kept on rank 0 there.
+    pub callbacks_made_elsewhere: HashSet<Range<usize>>,
     /// Facts that span the module's scopes.
     pub index: SemanticIndex,
 }
@@ -184,6 +191,7 @@ impl<'a> Analysis<'a> {
         linking::attach_estimator_model_functions(package, &mut modules);
         linking::attach_step_callers(package, &mut modules);
         linking::attach_delegated_fits(package, &mut modules);
+        factories::attach_parts_made_elsewhere(package, &mut modules);
         for analysis in &mut modules {
             analysis.index_facts(package);
         }
@@ -213,6 +221,8 @@ impl<'a> ModuleAnalysis<'a> {
             models,
             assumed_models: Vec::new(),
             step_callers: HashMap::new(),
+            compiled_elsewhere: HashSet::new(),
+            callbacks_made_elsewhere: HashSet::new(),
             index: SemanticIndex::default(),
         };
         sites::find_sites(package, &mut analysis);

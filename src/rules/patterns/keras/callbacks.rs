@@ -148,6 +148,14 @@ pub(super) fn callbacks_not_visible(
         span(value),
         format!("[{horovod_callbacks}, *{text}]"),
     ));
+    if rewrite
+        .module
+        .callbacks_made_elsewhere
+        .contains(&span(value))
+    {
+        // The helper of another module that builds them keeps its writers on rank 0.
+        return;
+    }
     rewrite.diagnose(
         Diagnostic::new(
             CALLBACKS_NOT_VISIBLE,
@@ -229,6 +237,15 @@ pub(super) fn rewrite_callback_list(
             }
         }
     }
+    keep_writers_on_rank_zero(rewrite, scope, list);
+}
+
+/// The file-writing callbacks of a list, each kept on rank 0 only.
+pub(super) fn keep_writers_on_rank_zero(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    list: &ast::ExprList,
+) {
     for element in &list.elts {
         if is_writer_callback(rewrite, scope, element) {
             let text = rewrite.expression_text(element).to_string();
@@ -241,8 +258,17 @@ pub(super) fn rewrite_callback_list(
     }
 }
 
+/// A file-writing callback made here, or held in a name assigned one
+/// (`checkpoint_cb = ModelCheckpoint(...)`).
 pub(super) fn is_writer_callback(rewrite: &ModuleRewrite, scope: &Scope, element: &Expr) -> bool {
-    let Expr::Call(call) = element else {
+    let value = match element {
+        Expr::Name(_) => match rewrite.assignment_of(element) {
+            Some(assignment) => assignment.value,
+            None => return false,
+        },
+        other => other,
+    };
+    let Expr::Call(call) = value else {
         return false;
     };
     matches!(

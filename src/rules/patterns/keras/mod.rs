@@ -179,6 +179,7 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             divide_steps(rewrite, scope, fit);
         }
     }
+    let fits = rewrite_parts_made_here(rewrite, fits, &mut compiled);
     for site in fits {
         let scope = &module.scopes[site.scope];
         let Some((_, fit)) = find_call(scope, &site.range) else {
@@ -249,6 +250,53 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
     }
 }
 
+/// Parts of another module's fit made here: the `compile` of a model
+/// factory (its optimizer wrapped) and the list a callbacks helper returns
+/// (its file writers on rank 0). Returns the other sites.
+fn rewrite_parts_made_here<'s>(
+    rewrite: &mut ModuleRewrite,
+    sites: Vec<&'s TrainingSite>,
+    compiled: &mut HashSet<std::ops::Range<usize>>,
+) -> Vec<&'s TrainingSite> {
+    let module = rewrite.module;
+    let mut others = Vec::new();
+    for site in sites {
+        let scope = &module.scopes[site.scope];
+        if !site.is_model_function {
+            others.push(site);
+            continue;
+        }
+        if let Some((_, call)) = find_call(scope, &site.range)
+            && matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "compile")
+        {
+            if compiled.insert(site.range.clone()) {
+                wrap_compiled_optimizer(rewrite, scope, call);
+            }
+            continue;
+        }
+        match list_at(scope, &site.range) {
+            Some(list) => callbacks::keep_writers_on_rank_zero(rewrite, scope, list),
+            None => others.push(site),
+        }
+    }
+    others
+}
+
+/// The list literal a statement of the scope returns or assigns at `range`.
+fn list_at<'a>(scope: &Scope<'a>, range: &std::ops::Range<usize>) -> Option<&'a ast::ExprList> {
+    scope.facts.statements.iter().find_map(|stmt| {
+        let value = match stmt {
+            Stmt::Return(returned) => returned.value.as_deref()?,
+            Stmt::Assign(assign) => assign.value.as_ref(),
+            _ => return None,
+        };
+        match value {
+            Expr::List(list) if span(value) == *range => Some(list),
+            _ => None,
+        }
+    })
+}
+
 /// A model's own `train_step` computes and applies its gradients itself, so
 /// the DistributedOptimizer never averages them: wrap its tape instead.
 fn wrap_model_step_tapes(rewrite: &mut ModuleRewrite) {
@@ -292,7 +340,11 @@ pub(super) fn wrap_optimizer_compiled_for(
             wrap_compiled_optimizer(rewrite, &module.scopes[*compile_scope], compile);
         }
     }
-    if compiles.is_empty() {
+    let compiled_elsewhere = rewrite
+        .module
+        .compiled_elsewhere
+        .contains(&(scope_index, receiver.to_string()));
+    if compiles.is_empty() && !compiled_elsewhere {
         rewrite.diagnose(
             Diagnostic::new(
                 OPTIMIZER_NOT_FOUND,
