@@ -292,9 +292,40 @@ impl<'f> Loader<'f> {
                 always_parse.contains(&file.relative_path) || mentions_relevant_word(file)
             })
             .collect();
-        while !wanted.is_empty() {
-            wanted = self.parse_round(package, &wanted);
+        loop {
+            while !wanted.is_empty() {
+                wanted = self.parse_round(package, &wanted);
+            }
+            // Files importing what was parsed (a driver of the package's
+            // training code), and what they import in turn.
+            wanted = self.importers_of_parsed(package);
+            if wanted.is_empty() {
+                break;
+            }
+            for &index in &wanted {
+                self.follows_imports[index] = true;
+            }
         }
+    }
+
+    /// Unparsed files whose import lines name a parsed module that matters
+    /// (it mentions an ML library, or imports one that does).
+    fn importers_of_parsed(&self, package: &Package) -> Vec<usize> {
+        let names: HashSet<&str> = package
+            .modules
+            .iter()
+            .filter(|module| {
+                self.index_of_name
+                    .get(module.name.as_str())
+                    .is_some_and(|&index| self.follows_imports[index])
+            })
+            .filter_map(|module| module.name.rsplit('.').next())
+            .filter(|name| !name.is_empty())
+            .collect();
+        (0..self.files.len())
+            .filter(|&index| !self.parsed[index])
+            .filter(|&index| super::import_lines::imports_any(&self.files[index].text, &names))
+            .collect()
     }
 
     /// Parses the wanted files in parallel, adds their modules (or problems) to
