@@ -236,11 +236,10 @@ fn shard_datasets_inserts_a_shard_into_the_pipeline() {
 
 #[test]
 fn warmup_epochs_sets_the_warmup_callback_and_zero_turns_it_off() {
-    let scratch = scratch_copy(&["keras_callbacks_inline"]);
+    let scratch = scratch_copy(&["keras_rank0_guards"]);
     let (_, output, _) = distribute(scratch.path(), &["diff", "--root", "."]);
     assert!(
-        output
-            .contains("LearningRateWarmupCallback(initial_lr=0.002 * hvd.size(), warmup_epochs=5"),
+        output.contains("LearningRateWarmupCallback(initial_lr=0.1 * hvd.size(), warmup_epochs=5"),
         "{output}"
     );
     assert!(

@@ -110,6 +110,7 @@ e2e_cases!(
     keras_train_on_batch_gan,
     keras_train_on_batch_agent,
     trainer_keras_factories,
+    keras_mirrored_strategy,
 );
 
 #[test]

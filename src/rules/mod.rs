@@ -210,6 +210,7 @@ fn rewrite_one_pattern<'a>(
     plugin.rewrite(&mut rewrite);
     passes::learning_rate::run(&mut rewrite);
     passes::seeds::run(&mut rewrite);
+    passes::strategies::run(&mut rewrite);
     passes::device_pinning::run(&mut rewrite);
     passes::rank_zero::run(&mut rewrite);
     passes::downloads::run(&mut rewrite);

@@ -1,7 +1,8 @@
 //! The passes every pattern shares, one file each, run in this order after
 //! the pattern's own rewrite: the init block, learning-rate scaling, per-rank
-//! seeds, removal of the user's device pinning, and rank-0 guards. The loop-step division,
-//! sharding and the one-time broadcast are called by the patterns on the loop they found.
+//! seeds, one distribution scheme, removal of the user's device pinning, and
+//! rank-0 guards. The loop-step division, sharding and the one-time broadcast
+//! are called by the patterns on the loop they found.
 
 pub mod broadcast;
 pub mod device_pinning;
@@ -12,6 +13,7 @@ pub mod loop_steps;
 pub mod rank_zero;
 pub mod seeds;
 pub mod sharding;
+pub mod strategies;
 
 use crate::diagnostics::Code;
 
@@ -24,6 +26,7 @@ pub fn codes() -> Vec<Code> {
         loop_steps::CODES,
         rank_zero::CODES,
         seeds::CODES,
+        strategies::CODES,
     ]
     .concat()
 }

@@ -38,7 +38,7 @@ pub(super) fn warmup_callback(
         && count <= u64::from(epochs)
     {
         *why_not = Some(format!(
-            "the fit trains {count} epoch{}, no more than a {epochs}-epoch warm-up, so none was added",
+            "each worker trains {count} epoch{} at most, no more than a {epochs}-epoch warm-up, so none was added",
             if count == 1 { "" } else { "s" }
         ));
         return None;
@@ -71,16 +71,21 @@ pub(super) fn warmup_callback(
     ))
 }
 
-/// The number of epochs a fit trains, when it is known.
+/// The number of epochs each worker trains (at most), when it is known.
 fn known_epochs(rewrite: &ModuleRewrite, fit: &ast::ExprCall) -> Option<u64> {
     let epochs = keyword(fit, "epochs")
         .map(|keyword| &keyword.value)
         .or_else(|| fit.args.get(3));
-    match epochs {
+    let count = match epochs {
         // Keras trains one epoch unless told otherwise.
-        None => Some(1),
-        Some(epochs) => known_integer(rewrite, epochs),
-    }
+        None => 1,
+        Some(epochs) => known_integer(rewrite, epochs)?,
+    };
+    // A fit on in-memory arrays with no step count gets its epochs divided
+    // among the workers: each trains half of them or fewer.
+    let on_arrays = fit.args.len() >= 2 || keyword(fit, "y").is_some();
+    let epochs_divided = on_arrays && keyword(fit, "steps_per_epoch").is_none();
+    Some(if epochs_divided { count / 2 } else { count })
 }
 
 /// An integer literal, or the integer default of a command-line option read
