@@ -169,12 +169,29 @@ pub fn parse_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError>
                     "this file uses syntax newer than the parser supports: an f-string that reuses its own quotes inside `{{...}}` (Python 3.12, PEP 701) on line {}; it is valid Python 3.12, not a mistake in your code",
                     location.line
                 )
+            } else if is_python_2_print(line) {
+                format!(
+                    "this is Python 2 syntax, a `print` statement without parentheses; the tool reads Python 3 only ({})",
+                    error.error
+                )
             } else {
                 error.error.to_string()
             };
             Err(syntax_error(offset, message))
         }
     }
+}
+
+/// `print "x"` or `print x, y`: Python 2's print statement.
+fn is_python_2_print(line: &str) -> bool {
+    let Some(rest) = line.trim_start().strip_prefix("print") else {
+        return false;
+    };
+    rest.starts_with([' ', '\t'])
+        && !rest
+            .trim_start()
+            .starts_with(['(', '=', '.', '[', ',', ')'])
+        && !rest.trim_start().is_empty()
 }
 
 /// Whether a line holds an f-string whose replacement field uses the
@@ -229,6 +246,17 @@ mod newer_syntax_tests {
             decode(b"# coding: utf-8\nx = 1\n".to_vec()).unwrap(),
             "# coding: utf-8\nx = 1\n"
         );
+    }
+
+    #[test]
+    fn python_2_print_statements_are_named() {
+        let error = parse_module("x = 1\nprint \"Epoch:\", x\n", "old.py").unwrap_err();
+        let error = error.to_string();
+        assert!(error.contains("Python 2 syntax"), "{error}");
+        let plain = parse_module("print = 3\nprint (x\n", "p.py")
+            .unwrap_err()
+            .to_string();
+        assert!(!plain.contains("Python 2"), "{plain}");
     }
 
     #[test]
