@@ -227,6 +227,23 @@ pub fn span(node: &impl Ranged) -> std::ops::Range<usize> {
     node.start().to_usize()..node.end().to_usize()
 }
 
+/// A statement's range from its first decorator, if it has any: what is
+/// inserted before a decorated `def` or `class` must go above the decorators.
+pub fn span_with_decorators(stmt: &ast::Stmt) -> std::ops::Range<usize> {
+    let decorators = match stmt {
+        ast::Stmt::FunctionDef(function) => &function.decorator_list,
+        ast::Stmt::AsyncFunctionDef(function) => &function.decorator_list,
+        ast::Stmt::ClassDef(class) => &class.decorator_list,
+        _ => return span(stmt),
+    };
+    let start = decorators
+        .iter()
+        .map(|decorator| span(decorator).start)
+        .min()
+        .map_or(span(stmt).start, |start| start.min(span(stmt).start));
+    start..span(stmt).end
+}
+
 #[cfg(test)]
 mod newer_syntax_tests {
     use super::*;
@@ -246,6 +263,18 @@ mod newer_syntax_tests {
             decode(b"# coding: utf-8\nx = 1\n".to_vec()).unwrap(),
             "# coding: utf-8\nx = 1\n"
         );
+    }
+
+    #[test]
+    fn a_decorated_definition_starts_at_its_first_decorator() {
+        let text = "x = 1\n@tf.function\n@other\ndef step():\n    pass\n";
+        let body = parse_module(text, "d.py").unwrap();
+        // The decorator expression starts after its `@`, on the decorator's line.
+        assert_eq!(
+            span_with_decorators(&body[1]).start,
+            text.find("tf.function").unwrap()
+        );
+        assert_eq!(span_with_decorators(&body[0]), span(&body[0]));
     }
 
     #[test]

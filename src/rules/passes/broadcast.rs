@@ -9,7 +9,7 @@ use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::{keras_version, library};
 use crate::diagnostics::Diagnostic;
-use crate::python::parse::span;
+use crate::python::parse::{span, span_with_decorators};
 use crate::rules::BROADCAST_PLACEMENT;
 use crate::rules::rewrite::ModuleRewrite;
 
@@ -136,7 +136,7 @@ fn declare_global_flag(rewrite: &mut ModuleRewrite, function: &Stmt, flag: &str)
     });
     if let Some(top_level) = top_level {
         let lines = [format!("{flag} = False"), String::new(), String::new()];
-        rewrite.insert_before_statement(&span(top_level), &lines);
+        rewrite.insert_before_statement(&span_with_decorators(top_level), &lines);
     }
     let body = match function {
         Stmt::FunctionDef(function) => &function.body,
@@ -147,7 +147,7 @@ fn declare_global_flag(rewrite: &mut ModuleRewrite, function: &Stmt, flag: &str)
         .iter()
         .find(|stmt| !is_docstring(stmt))
         .unwrap_or(&body[0]);
-    rewrite.insert_before_statement(&span(first), &[format!("global {flag}")]);
+    rewrite.insert_before_statement(&span_with_decorators(first), &[format!("global {flag}")]);
 }
 
 /// Whether some loop of the module calls a function of this name (or the

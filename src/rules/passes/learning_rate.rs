@@ -19,7 +19,7 @@ use crate::analysis::training::Scope;
 use crate::analysis::walk::is_scope;
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
-use crate::python::parse::span;
+use crate::python::parse::{span, span_with_decorators};
 use crate::rules::rewrite::ModuleRewrite;
 
 pub const LEARNING_RATE_WITHOUT_WARMUP: Code = Code::new(
@@ -339,7 +339,7 @@ fn define_schedule_wrapper(rewrite: &mut ModuleRewrite, before: &ast::Stmt) -> S
         String::new(),
         String::new(),
     ];
-    rewrite.insert_before_statement(&span(before), &lines);
+    rewrite.insert_before_statement(&span_with_decorators(before), &lines);
     rewrite.learning_rates.schedule_wrapper = Some(wrapper.clone());
     wrapper
 }
