@@ -122,6 +122,13 @@ fn workspace() -> tempfile::TempDir {
     for name in PACKAGE_FILES {
         std::fs::write(directory.path().join(name), case_file(name)).unwrap();
     }
+    // Without the warm-up callback the scaled rate keeps its DST102 advice:
+    // a diagnostic in a cell, which the summary must locate by cell.
+    std::fs::write(
+        directory.path().join(".distribute.yml"),
+        "warmup_epochs: 0\n",
+    )
+    .unwrap();
     directory
 }
 
