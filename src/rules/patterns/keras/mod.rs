@@ -156,29 +156,8 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
         .iter()
         .filter(|site| site.pattern == TrainingPattern::Keras)
         .partition(|site| batch_steps::is_batch_step(rewrite, site));
-    let mut scopes_with_batch_steps: Vec<usize> =
-        batch_steps.iter().map(|site| site.scope).collect();
-    scopes_with_batch_steps.dedup();
-    for scope_index in scopes_with_batch_steps {
-        let sites: Vec<&TrainingSite> = batch_steps
-            .iter()
-            .filter(|site| site.scope == scope_index)
-            .copied()
-            .collect();
-        batch_steps::rewrite_batch_steps(rewrite, scope_index, &sites, &mut compiled);
-    }
-    // Steps first: whether any fit's work stays whole decides the rate, and
-    // with it whether a warm-up is added to the callbacks.
-    for site in &fits {
-        let scope = &module.scopes[site.scope];
-        if let Some((_, fit)) = find_call(scope, &site.range)
-            && matches!(fit.func.as_ref(), Expr::Attribute(attribute)
-                if library::is_keras_fit_method(attribute.attr.as_str()))
-            && fit.keywords.iter().all(|keyword| keyword.arg.is_some())
-        {
-            divide_steps(rewrite, scope, fit);
-        }
-    }
+    rewrite_batch_steps_per_scope(rewrite, &batch_steps, &mut compiled);
+    divide_steps_of_fits(rewrite, &fits);
     let fits = rewrite_parts_made_here(rewrite, fits, &mut compiled);
     for site in fits {
         let scope = &module.scopes[site.scope];
@@ -236,7 +215,12 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             wrap_optimizer_compiled_for(rewrite, site.scope, &receiver, &site.range, &mut compiled);
         }
     }
-    // `evaluate` prints on rank 0 only.
+    evaluate_verbose_on_rank_zero(rewrite);
+}
+
+/// `evaluate` prints on rank 0 only.
+fn evaluate_verbose_on_rank_zero(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
     for (index, scope) in module.scopes.iter().enumerate() {
         for (_, call) in calls_in_scope(scope) {
             if let Expr::Attribute(attribute) = call.func.as_ref()
@@ -246,6 +230,40 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             {
                 rank_zero_verbose(rewrite, call);
             }
+        }
+    }
+}
+
+/// The batch steps of each scope, a training loop or more per scope.
+fn rewrite_batch_steps_per_scope(
+    rewrite: &mut ModuleRewrite,
+    batch_steps: &[&TrainingSite],
+    compiled: &mut HashSet<std::ops::Range<usize>>,
+) {
+    let mut scopes: Vec<usize> = batch_steps.iter().map(|site| site.scope).collect();
+    scopes.dedup();
+    for scope_index in scopes {
+        let sites: Vec<&TrainingSite> = batch_steps
+            .iter()
+            .filter(|site| site.scope == scope_index)
+            .copied()
+            .collect();
+        batch_steps::rewrite_batch_steps(rewrite, scope_index, &sites, compiled);
+    }
+}
+
+/// Steps first: whether any fit's work stays whole decides the rate, and
+/// with it whether a warm-up is added to the callbacks.
+fn divide_steps_of_fits(rewrite: &mut ModuleRewrite, fits: &[&TrainingSite]) {
+    let module = rewrite.module;
+    for site in fits {
+        let scope = &module.scopes[site.scope];
+        if let Some((_, fit)) = find_call(scope, &site.range)
+            && matches!(fit.func.as_ref(), Expr::Attribute(attribute)
+                if library::is_keras_fit_method(attribute.attr.as_str()))
+            && fit.keywords.iter().all(|keyword| keyword.arg.is_some())
+        {
+            divide_steps(rewrite, scope, fit);
         }
     }
 }

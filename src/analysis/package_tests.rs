@@ -1,0 +1,83 @@
+//! Loading a package: which files are parsed, and how modules are named.
+
+use super::*;
+
+#[test]
+fn imports_are_followed_only_from_files_that_can_matter() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    std::fs::write(root.join("helpers.py"), "import json_tools\n").unwrap();
+    std::fs::write(root.join("json_tools.py"), "VALUE = 1\n").unwrap();
+    std::fs::write(
+        root.join("train.py"),
+        "import tensorflow as tf\nimport layers\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("layers.py"), "SIZE = 2\n").unwrap();
+    let files: Vec<String> = ["helpers.py", "json_tools.py", "layers.py", "train.py"]
+        .map(String::from)
+        .to_vec();
+    // helpers.py is named by the user (parsed) but mentions no ML library: its imports are not parsed.
+    let named: HashSet<String> = ["helpers.py".to_string()].into();
+    let package = Package::load(root, &files, &named);
+    assert!(package.module("helpers").is_some());
+    assert!(package.module("json_tools").is_none());
+    // train.py mentions tensorflow: what it imports is parsed.
+    assert!(package.module("train").is_some());
+    assert!(package.module("layers").is_some());
+}
+
+#[test]
+fn notebooks_import_package_modules_and_no_module_imports_them() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    let notebook = r#"{"nbformat": 4, "cells": [{"cell_type": "code", "source": "import tensorflow as tf\nfrom layers import SIZE"}]}"#;
+    std::fs::write(root.join("train.ipynb"), notebook).unwrap();
+    std::fs::write(root.join("layers.py"), "SIZE = 2\n").unwrap();
+    // `ipynb` is a PyPI package that imports notebooks: never this one.
+    let other = "import tensorflow\nimport ipynb\nimport train\n";
+    std::fs::write(root.join("other.py"), other).unwrap();
+    let files: Vec<String> = ["layers.py", "other.py", "train.ipynb"]
+        .map(String::from)
+        .to_vec();
+    let package = Package::load(root, &files, &HashSet::new());
+    assert!(package.module("train:ipynb").is_some());
+    assert!(
+        package.module("layers").is_some(),
+        "imported by the notebook"
+    );
+    let changed: HashSet<String> = ["layers.py".to_string()].into();
+    assert!(package.with_dependents(&changed).contains("train.ipynb"));
+    let notebook_changed: HashSet<String> = ["train.ipynb".to_string()].into();
+    assert_eq!(package.with_dependents(&notebook_changed), notebook_changed);
+}
+
+#[test]
+fn a_driver_importing_training_code_is_parsed_though_it_names_no_ml_library() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    std::fs::create_dir(root.join("trainer")).unwrap();
+    std::fs::write(root.join("trainer/__init__.py"), "").unwrap();
+    std::fs::write(root.join("trainer/model.py"), "import tensorflow as tf\n").unwrap();
+    std::fs::write(
+        root.join("trainer/task.py"),
+        "from trainer import model\nimport data\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("data.py"), "ROWS = 3\n").unwrap();
+    std::fs::write(root.join("unrelated.py"), "import json\n").unwrap();
+    let files: Vec<String> = [
+        "data.py",
+        "trainer/__init__.py",
+        "trainer/model.py",
+        "trainer/task.py",
+        "unrelated.py",
+    ]
+    .map(String::from)
+    .to_vec();
+    let package = Package::load(root, &files, &HashSet::new());
+    assert!(package.module("trainer.task").is_some());
+    // What the driver imports is followed too; a file importing nothing that matters is not parsed.
+    assert!(package.module("data").is_some());
+    assert!(package.module("unrelated").is_none());
+}
