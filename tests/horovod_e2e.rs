@@ -111,6 +111,7 @@ e2e_cases!(
     keras_train_on_batch_agent,
     trainer_keras_factories,
     keras_mirrored_strategy,
+    trainer_estimator_factories,
 );
 
 #[test]

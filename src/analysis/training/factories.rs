@@ -42,6 +42,7 @@ pub(super) fn attach_parts_made_elsewhere(package: &Package, modules: &mut [Modu
             );
         }
     }
+    attach_estimator_factories(package, modules);
     for (fitting_module, fitting_scope, part) in parts {
         match part {
             (receiver, MadeElsewhere::Model(function)) => {
@@ -58,6 +59,52 @@ pub(super) fn attach_parts_made_elsewhere(package: &Package, modules: &mut [Modu
                         .insert(argument);
                 }
             }
+        }
+    }
+}
+
+/// `estimator = model.build_estimator(config)` trained here, the factory in
+/// another module: that module gets an Estimator site at the factory, so
+/// that the construction there is rewritten (model directory, optimizer).
+fn attach_estimator_factories(package: &Package, modules: &mut [ModuleAnalysis]) {
+    let mut factories = Vec::new();
+    for analysis in modules.iter() {
+        for site in analysis
+            .sites
+            .iter()
+            .filter(|site| site.pattern == TrainingPattern::Estimator && !site.is_model_function)
+        {
+            let scope = &analysis.scopes[site.scope];
+            let Some((_, call)) = find_call(scope, &site.range) else {
+                continue;
+            };
+            let Expr::Attribute(attribute) = call.func.as_ref() else {
+                continue;
+            };
+            if let Some(Expr::Call(made)) = made_by(analysis, site.scope, &attribute.value)
+                && let Some(callee) = callee_name(package, analysis.module, scope, &made.func)
+                && !callee.starts_with(&format!("{}.", analysis.module.name))
+                && super::models::is_estimator_factory(package, &callee)
+            {
+                factories.push(callee);
+            }
+        }
+    }
+    for factory in factories {
+        if let Some((module_index, scope_index)) = function_scope(modules, &factory)
+            && let Some(range) = modules[module_index].scopes[scope_index].range()
+        {
+            let analysis = &mut modules[module_index];
+            if analysis.sites.iter().any(|site| site.range == range) {
+                continue;
+            }
+            analysis.sites.push(TrainingSite {
+                pattern: TrainingPattern::Estimator,
+                range,
+                scope: scope_index,
+                is_model_function: true,
+            });
+            analysis.sites.sort_by_key(|site| site.range.start);
         }
     }
 }

@@ -61,9 +61,8 @@ fn estimator_model_functions(package: &Package, modules: &[ModuleAnalysis]) -> V
                     if !creates_estimator(package, analysis.module, scope, call) {
                         continue;
                     }
-                    if let Some(function) =
-                        model_function_argument(call).and_then(function_behind_partial)
-                        && let Some(name) = callee_name(package, analysis.module, scope, function)
+                    if let Some(argument) = model_function_argument(call)
+                        && let Some(name) = model_function_name(package, analysis, scope, argument)
                     {
                         found.push(name);
                     }
@@ -72,6 +71,23 @@ fn estimator_model_functions(package: &Package, modules: &[ModuleAnalysis]) -> V
         }
     }
     found
+}
+
+/// The qualified name of the model_fn an Estimator is given: a function,
+/// `functools.partial(model_fn, ...)`, or the function a factory returns
+/// (`get_model_fn(params)`).
+pub fn model_function_name(
+    package: &Package,
+    analysis: &ModuleAnalysis,
+    scope: &Scope,
+    argument: &Expr,
+) -> Option<String> {
+    let function = function_behind_partial(argument)?;
+    if let Expr::Call(factory_call) = function {
+        let factory = callee_name(package, analysis.module, scope, &factory_call.func)?;
+        return super::models::returned_inner_function(package, &factory);
+    }
+    callee_name(package, analysis.module, scope, function)
 }
 
 /// The function an argument names: `functools.partial(model_fn, ...)` names it first.

@@ -5,6 +5,7 @@
 
 mod factories;
 mod linking;
+pub use linking::model_function_name;
 mod models;
 mod scopes;
 mod sites;

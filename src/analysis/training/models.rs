@@ -278,6 +278,66 @@ pub fn creates_estimator(
     })
 }
 
+/// A package function that returns a library Estimator it constructs
+/// (`return tf.estimator.DNNClassifier(...)`, or through a local name), as a
+/// trainer's `model.build_estimator(config)` does.
+pub fn is_estimator_factory(package: &Package, callee: &str) -> bool {
+    let Some((module_name, function_name)) = callee.rsplit_once('.') else {
+        return false;
+    };
+    let Some(module) = package.module(module_name) else {
+        return false;
+    };
+    let Some(Stmt::FunctionDef(function)) = module.definition(function_name) else {
+        return false;
+    };
+    let constructs = |value: &Expr| matches!(value, Expr::Call(call) if module.bindings.resolve(&call.func).is_some_and(|name| is_library_estimator(&name)));
+    let mut constructed_names = HashSet::new();
+    let mut returns_one = false;
+    for_each_statement(&function.body, false, &mut |stmt| match stmt {
+        Stmt::Assign(assign) if constructs(&assign.value) => {
+            constructed_names.extend(assign.targets.iter().filter_map(dotted_name));
+        }
+        Stmt::Return(ast::StmtReturn {
+            value: Some(value), ..
+        }) => {
+            returns_one |= constructs(value)
+                || dotted_name(value).is_some_and(|name| constructed_names.contains(&name));
+        }
+        _ => {}
+    });
+    returns_one
+}
+
+/// The function a model_fn factory returns (`def get_model_fn(params): def
+/// model_fn(...): ...; return model_fn`): its qualified name.
+pub fn returned_inner_function(package: &Package, factory: &str) -> Option<String> {
+    let (module_name, function_name) = factory.rsplit_once('.')?;
+    let module = package.module(module_name)?;
+    let Some(Stmt::FunctionDef(function)) = module.definition(function_name) else {
+        return None;
+    };
+    let inner: HashSet<&str> = function
+        .body
+        .iter()
+        .filter_map(|stmt| match stmt {
+            Stmt::FunctionDef(inner) => Some(inner.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    function.body.iter().find_map(|stmt| match stmt {
+        Stmt::Return(ast::StmtReturn {
+            value: Some(value), ..
+        }) => match value.as_ref() {
+            Expr::Name(name) if inner.contains(name.id.as_str()) => {
+                Some(format!("{factory}.{}", name.id))
+            }
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 /// Names (or `self.x` attributes) bound to Estimator instances in one scope.
 pub(super) fn estimator_names(
     package: &Package,
@@ -288,7 +348,9 @@ pub(super) fn estimator_names(
     for_each_statement(scope.body, false, &mut |stmt| {
         if let Stmt::Assign(assign) = stmt
             && let Expr::Call(call) = assign.value.as_ref()
-            && creates_estimator(package, module, scope, call)
+            && (creates_estimator(package, module, scope, call)
+                || callee_name(package, module, scope, &call.func)
+                    .is_some_and(|callee| is_estimator_factory(package, &callee)))
         {
             names.extend(assign.targets.iter().filter_map(dotted_name));
         }

@@ -26,9 +26,9 @@ use super::tf1::{
     wrap_optimizers,
 };
 use crate::analysis::training::{
-    Scope, TrainingPattern, callee_name, creates_estimator, model_function_argument,
+    Scope, TrainingPattern, creates_estimator, model_function_argument,
 };
-use crate::analysis::walk::keyword;
+use crate::analysis::walk::{dotted_name, keyword};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -87,6 +87,9 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
                 let prefix = tf1_prefix(rewrite, &call.func, "estimator.RunConfig");
                 let prefix = config_proto_prefix(rewrite, &prefix);
                 pin_session_config(rewrite, scope, stmt, call, "session_config", &prefix);
+            } else if is_run_config_replace(call) {
+                // `run_config.replace(model_dir=...)` completes a RunConfig made elsewhere.
+                rank_zero_directory(rewrite, call, "model_dir");
             } else if callee.as_deref() == Some("tensorflow.estimator.TrainSpec") {
                 add_broadcast_hook(rewrite, call);
                 divide_step_keywords(rewrite, call, &["max_steps"]);
@@ -127,6 +130,14 @@ fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
                 rewrite.edit(Edit::insertion(range.end, ")"));
             }
         }
+        other if default_dnn_optimizer(rewrite, call, other).is_some() => {
+            let built = default_dnn_optimizer(rewrite, call, other).unwrap_or_default();
+            let wrapped = format!("{hvd}.DistributedOptimizer({built})");
+            match other {
+                Some(name) => rewrite.edit(Edit::replacement(span(name), wrapped)),
+                None => rewrite.add_keyword(call, "optimizer", &wrapped),
+            }
+        }
         other => {
             let (at, what) = match other {
                 Some(value) => (
@@ -143,6 +154,57 @@ fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
     }
 }
 
+/// `config.replace(model_dir=...)`: only a RunConfig's `replace` takes `model_dir`.
+fn is_run_config_replace(call: &ast::ExprCall) -> bool {
+    matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "replace")
+        && keyword(call, "model_dir").is_some()
+}
+
+/// A DNN canned Estimator's optimizer made explicit, scaled: the library
+/// default (Adagrad) or one named by a string, at the library's rate for
+/// DNN Estimators, 0.05. A Keras optimizer for the TF2 Estimators, a
+/// `tf.compat.v1.train` one for the TF1 ones. `None` for other Estimators
+/// (a linear model's default rate depends on its feature columns).
+fn default_dnn_optimizer(
+    rewrite: &ModuleRewrite,
+    call: &ast::ExprCall,
+    given: Option<&Expr>,
+) -> Option<String> {
+    let class = match given {
+        None => "Adagrad".to_string(),
+        Some(Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Str(name),
+            ..
+        })) => name.to_string(),
+        Some(_) => return None,
+    };
+    let known = ["Adagrad", "Adam", "Ftrl", "RMSProp", "SGD"];
+    if !known.contains(&class.as_str()) {
+        return None;
+    }
+    let estimator = dotted_name(&call.func)?;
+    if !(estimator.ends_with("DNNClassifier") || estimator.ends_with("DNNRegressor")) {
+        return None;
+    }
+    let size = rewrite.horovod_call("size");
+    let tf = &rewrite.tf;
+    Some(if estimator.contains("v1") {
+        let class = if class == "SGD" {
+            "GradientDescent"
+        } else {
+            class.as_str()
+        };
+        format!("{tf}.compat.v1.train.{class}Optimizer(learning_rate=0.05 * {size})")
+    } else {
+        let class = if class == "RMSProp" {
+            "RMSprop"
+        } else {
+            class.as_str()
+        };
+        format!("{tf}.keras.optimizers.legacy.{class}(learning_rate=0.05 * {size})")
+    })
+}
+
 fn rewrite_estimator_construction(
     rewrite: &mut ModuleRewrite,
     scope: &Scope,
@@ -155,22 +217,12 @@ fn rewrite_estimator_construction(
     if canned {
         wrap_canned_optimizer(rewrite, call);
     } else if let Some(function) = model_function_argument(call) {
-        let resolved = match function {
-            Expr::Call(partial) => partial.args.first().and_then(|first| {
-                callee_name(
-                    rewrite.analysis.package,
-                    rewrite.module.module,
-                    scope,
-                    first,
-                )
-            }),
-            other => callee_name(
-                rewrite.analysis.package,
-                rewrite.module.module,
-                scope,
-                other,
-            ),
-        };
+        let resolved = crate::analysis::training::model_function_name(
+            rewrite.analysis.package,
+            rewrite.module,
+            scope,
+            function,
+        );
         let known = resolved.is_some_and(|name| rewrite.analysis.functions.contains_key(&name));
         if !known {
             let text = rewrite.expression_text(function).to_string();
