@@ -11,9 +11,9 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use rustpython_parser::ast::{self, Expr};
+use rustpython_parser::ast::{self, Expr, Stmt};
 
-use crate::analysis::index::AbstractValue;
+use crate::analysis::index::{AbstractValue, CallSite};
 use crate::analysis::library::{self, LearningRateArgument, LibraryClass};
 use crate::analysis::training::Scope;
 use crate::analysis::walk::is_scope;
@@ -92,7 +92,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 .learning_rates
                 .handled_calls
                 .contains(&span(site.call).start);
-            if is_scope(site.statement) || handled {
+            if is_scope(site.statement) || handled || is_schedule_of_something_else(rewrite, site) {
                 continue;
             }
             scale_call_learning_rate(rewrite, scope, site.call, &schedule_names);
@@ -117,6 +117,45 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             .with_suggestion(suggestion),
         );
     }
+}
+
+/// A schedule assigned to a name the code calls itself (`epsilon(step)`)
+/// and never hands to anything: an exploration rate or another quantity
+/// that decays, not a learning rate, so it is not scaled.
+fn is_schedule_of_something_else(rewrite: &ModuleRewrite, site: &CallSite) -> bool {
+    let Stmt::Assign(assign) = site.statement else {
+        return false;
+    };
+    if span(assign.value.as_ref()) != span(site.call) {
+        return false;
+    }
+    let [Expr::Name(target)] = assign.targets.as_slice() else {
+        return false;
+    };
+    let name = target.id.as_str();
+    let is_name = |expr: &Expr| matches!(expr, Expr::Name(used) if used.id.as_str() == name);
+    let calls_it = |expr: &Expr| matches!(expr, Expr::Call(call) if is_name(&call.func));
+    let (mut called, mut handed_on) = (false, false);
+    for scope in &rewrite.module.scopes {
+        for other in &scope.facts.calls {
+            let call = other.call;
+            called |= is_name(&call.func);
+            handed_on |= call.args.iter().any(is_name)
+                || call.keywords.iter().any(|keyword| is_name(&keyword.value));
+            // `optimizer.learning_rate.assign(schedule(step))`, `Adam(lr=schedule(0))`.
+            let sets_a_rate = matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                if matches!(attribute.attr.as_str(), "assign" | "set_value"));
+            handed_on |= sets_a_rate && call.args.iter().any(calls_it);
+            handed_on |= call.keywords.iter().any(|keyword| {
+                keyword
+                    .arg
+                    .as_ref()
+                    .is_some_and(|arg| matches!(arg.as_str(), "learning_rate" | "lr"))
+                    && calls_it(&keyword.value)
+            });
+        }
+    }
+    called && !handed_on
 }
 
 /// Scales the learning rate one optimizer or schedule construction passes
