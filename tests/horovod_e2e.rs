@@ -112,6 +112,7 @@ e2e_cases!(
     trainer_keras_factories,
     keras_mirrored_strategy,
     trainer_estimator_factories,
+    keras_rate_scheduler,
 );
 
 #[test]

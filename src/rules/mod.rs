@@ -209,6 +209,7 @@ fn rewrite_one_pattern<'a>(
     passes::init_block::run(&mut rewrite);
     plugin.rewrite(&mut rewrite);
     passes::learning_rate::run(&mut rewrite);
+    passes::rate_changers::run(&mut rewrite);
     passes::seeds::run(&mut rewrite);
     passes::strategies::run(&mut rewrite);
     passes::device_pinning::run(&mut rewrite);

@@ -1,7 +1,7 @@
 //! The passes every pattern shares, one file each, run in this order after
-//! the pattern's own rewrite: the init block, learning-rate scaling, per-rank
-//! seeds, one distribution scheme, removal of the user's device pinning, and
-//! rank-0 guards. The loop-step division, sharding and the one-time broadcast
+//! the pattern's own rewrite: the init block, learning-rate scaling (and of
+//! the rate changers that would undo it), per-rank seeds, one distribution
+//! scheme, removal of the user's device pinning, and rank-0 guards. The loop-step division, sharding and the one-time broadcast
 //! are called by the patterns on the loop they found.
 
 pub mod broadcast;
@@ -11,6 +11,7 @@ pub mod init_block;
 pub mod learning_rate;
 pub mod loop_steps;
 pub mod rank_zero;
+pub mod rate_changers;
 pub mod seeds;
 pub mod sharding;
 pub mod strategies;
@@ -25,6 +26,7 @@ pub fn codes() -> Vec<Code> {
         learning_rate::CODES,
         loop_steps::CODES,
         rank_zero::CODES,
+        rate_changers::CODES,
         seeds::CODES,
         strategies::CODES,
     ]
