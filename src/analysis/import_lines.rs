@@ -1,24 +1,92 @@
-//! A textual look at a file's import lines, for files not parsed yet: does
-//! it import a module by one of these names? A driver that imports the
-//! package's training code (`from trainer import model`) matters even when
-//! it never mentions an ML library itself.
+//! A textual look at a file's import lines, for files not parsed yet: which
+//! modules does it import? A driver that imports the package's training code
+//! (`from trainer import model`) matters even when it never mentions an ML
+//! library itself.
 
 use std::collections::HashSet;
 
-/// Whether an `import` or `from` line of `text` names one of `names` (last
-/// segments of module names) as a dotted segment or an imported name.
-pub fn imports_any(text: &str, names: &HashSet<&str>) -> bool {
-    if names.is_empty() {
-        return false;
+/// The dotted module names a file's `import` and `from` lines name:
+/// `import a.b` gives `a.b`; `from a import b, c` gives `a`, `a.b`, `a.c`;
+/// relative imports are resolved against `package` (the file's package).
+pub fn imported_modules(text: &str, package: &str) -> Vec<String> {
+    let mut modules = Vec::new();
+    for line in text.lines().map(str::trim_start) {
+        if let Some(rest) = line.strip_prefix("import ") {
+            for part in rest.split(',') {
+                if let Some(name) = part.split_whitespace().next() {
+                    modules.push(name.to_string());
+                }
+            }
+        } else if let Some(rest) = line.strip_prefix("from ") {
+            let Some((source, names)) = rest.split_once(" import ") else {
+                continue;
+            };
+            let Some(base) = absolute(source.trim(), package) else {
+                continue;
+            };
+            for part in names.trim_start_matches('(').split(',') {
+                if let Some(name) = part.split_whitespace().next()
+                    && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    && !name.is_empty()
+                {
+                    modules.push(join(&base, name));
+                }
+            }
+            if !base.is_empty() {
+                modules.push(base);
+            }
+        }
     }
-    text.lines().any(|line| {
-        let line = line.trim_start();
-        let is_import = line.starts_with("import ") || line.starts_with("from ");
-        is_import
-            && line
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|word| names.contains(word))
-    })
+    modules
+}
+
+/// The package a module's relative imports start from: itself for a
+/// package's `__init__`, else its parent.
+pub fn package_of(module: &str, is_package_init: bool) -> &str {
+    if is_package_init {
+        module
+    } else {
+        module.rsplit_once('.').map_or("", |(package, _)| package)
+    }
+}
+
+/// `..models` in package `a.b.c` -> `a.b.models`; absolute names as written.
+fn absolute(source: &str, package: &str) -> Option<String> {
+    let level = source.chars().take_while(|c| *c == '.').count();
+    let rest = &source[level..];
+    if level == 0 {
+        return Some(rest.to_string());
+    }
+    let mut parts: Vec<&str> = package.split('.').filter(|part| !part.is_empty()).collect();
+    for _ in 1..level {
+        parts.pop()?;
+    }
+    let base = parts.join(".");
+    Some(join(&base, rest))
+}
+
+fn join(base: &str, name: &str) -> String {
+    match (base.is_empty(), name.is_empty()) {
+        (true, _) => name.to_string(),
+        (_, true) => base.to_string(),
+        _ => format!("{base}.{name}"),
+    }
+}
+
+/// Whether an imported name and a module name denote the same module, also
+/// when one of them lacks the package prefix the other has (a root inside
+/// the package, or a `src/` layout).
+pub fn same_module(imported: &str, module: &str) -> bool {
+    imported == module
+        || imported.ends_with(&format!(".{module}"))
+        || module.ends_with(&format!(".{imported}"))
+}
+
+/// Whether a file importing `imports` reaches one of `modules`.
+pub fn imports_any(imports: &[String], modules: &HashSet<&str>) -> bool {
+    imports
+        .iter()
+        .any(|imported| modules.iter().any(|module| same_module(imported, module)))
 }
 
 #[cfg(test)]
@@ -26,15 +94,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn import_lines_naming_a_module_are_found() {
-        let names: HashSet<&str> = ["model", "util"].into_iter().collect();
-        assert!(imports_any(
-            "import os\nfrom trainer import model, util\n",
-            &names
-        ));
-        assert!(imports_any("    from .model import build\n", &names));
-        assert!(imports_any("import trainer.model as m\n", &names));
-        assert!(!imports_any("import os\nmodel = 3\n", &names));
-        assert!(!imports_any("from trainer import models\n", &names));
+    fn import_lines_name_modules() {
+        let text = "import os, numpy as np\nfrom trainer import model, util\nfrom .data import load\nfrom .. import common\n";
+        let modules = imported_modules(text, "trainer.jobs");
+        for expected in [
+            "os",
+            "numpy",
+            "trainer",
+            "trainer.model",
+            "trainer.util",
+            "trainer.jobs.data",
+            "trainer.jobs.data.load",
+            "trainer.common",
+        ] {
+            assert!(
+                modules.iter().any(|module| module == expected),
+                "{expected} in {modules:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_importing_a_module_of_the_set_is_found_and_others_are_not() {
+        let relevant: HashSet<&str> = ["trainer.model"].into_iter().collect();
+        let driver = imported_modules("from trainer import model\n", "");
+        assert!(imports_any(&driver, &relevant));
+        let other = imported_modules("from email import model_utils\nimport data.model2\n", "");
+        assert!(!imports_any(&other, &relevant));
+        // A root inside the package: the module is `model`, the import `trainer.model`.
+        let short: HashSet<&str> = ["model"].into_iter().collect();
+        assert!(imports_any(&driver, &short));
     }
 }

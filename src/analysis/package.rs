@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use rustpython_parser::ast::{self, Stmt};
 
 use super::bindings::{Bindings, ModuleContext, ModuleIndex, collect_bindings};
+use super::import_lines;
 use super::library::{self, canonical_name};
 use crate::python::notebook::{Notebook, NotebookError};
 use crate::python::parse::{LoadError, decode, parse_module};
@@ -311,7 +312,7 @@ impl<'f> Loader<'f> {
     /// Unparsed files whose import lines name a parsed module that matters
     /// (it mentions an ML library, or imports one that does).
     fn importers_of_parsed(&self, package: &Package) -> Vec<usize> {
-        let names: HashSet<&str> = package
+        let modules: HashSet<&str> = package
             .modules
             .iter()
             .filter(|module| {
@@ -319,12 +320,19 @@ impl<'f> Loader<'f> {
                     .get(module.name.as_str())
                     .is_some_and(|&index| self.follows_imports[index])
             })
-            .filter_map(|module| module.name.rsplit('.').next())
-            .filter(|name| !name.is_empty())
+            .map(|module| module.name.as_str())
             .collect();
+        if modules.is_empty() {
+            return Vec::new();
+        }
         (0..self.files.len())
             .filter(|&index| !self.parsed[index])
-            .filter(|&index| super::import_lines::imports_any(&self.files[index].text, &names))
+            .filter(|&index| {
+                let (name, is_package_init) = &self.names[index];
+                let package = import_lines::package_of(name, *is_package_init);
+                let imports = import_lines::imported_modules(&self.files[index].text, package);
+                import_lines::imports_any(&imports, &modules)
+            })
             .collect()
     }
 
