@@ -77,9 +77,11 @@ fn join(base: &str, name: &str) -> String {
 /// when one of them lacks the package prefix the other has (a root inside
 /// the package, or a `src/` layout).
 pub fn same_module(imported: &str, module: &str) -> bool {
-    imported == module
-        || imported.ends_with(&format!(".{module}"))
-        || module.ends_with(&format!(".{imported}"))
+    let ends_with_dotted = |long: &str, short: &str| {
+        long.strip_suffix(short)
+            .is_some_and(|prefix| prefix.ends_with('.'))
+    };
+    imported == module || ends_with_dotted(imported, module) || ends_with_dotted(module, imported)
 }
 
 /// Whether a file importing `imports` reaches one of `modules`.

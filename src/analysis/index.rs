@@ -84,6 +84,15 @@ impl<'a> ScopeIndex<'a> {
             .map(|assignment| assignment.name.as_str())
     }
 
+    /// The value `name` (or a dotted `self.x`) was last assigned in the scope.
+    pub fn last_value_of(&self, name: &str) -> Option<&'a Expr> {
+        self.assignments
+            .iter()
+            .rev()
+            .find(|assignment| assignment.name == name)
+            .map(|assignment| assignment.value)
+    }
+
     /// Names assigned from a call whose canonical callee matches.
     pub fn names_assigned_from(
         &self,

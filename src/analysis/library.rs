@@ -159,6 +159,14 @@ pub const KERAS_OPTIMIZERS: &[(&str, &str)] = &[
     ("Adafactor", "0.001"),
 ];
 
+/// The default learning rate of a Keras optimizer class (`"Adam"`).
+pub fn keras_default_learning_rate(class: &str) -> Option<&'static str> {
+    KERAS_OPTIMIZERS
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map(|(_, default)| *default)
+}
+
 /// TF1 optimizers (`tf.train.*Optimizer`, `tf.compat.v1.train.*Optimizer`)
 /// with their learning-rate default, where the argument is optional.
 pub const TF1_OPTIMIZERS: &[(&str, Option<&str>)] = &[

@@ -8,8 +8,9 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
+use super::linking::add_site_once;
 use super::scopes::{callee_name, calls_in_scope, find_call};
-use super::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
+use super::{ModuleAnalysis, TrainingPattern, TrainingSite};
 use crate::analysis::library;
 use crate::analysis::package::Package;
 use crate::analysis::walk::{dotted_name, keyword};
@@ -94,18 +95,22 @@ fn attach_estimator_factories(package: &Package, modules: &mut [ModuleAnalysis])
         if let Some((module_index, scope_index)) = function_scope(modules, &factory)
             && let Some(range) = modules[module_index].scopes[scope_index].range()
         {
-            let analysis = &mut modules[module_index];
-            if analysis.sites.iter().any(|site| site.range == range) {
-                continue;
-            }
-            analysis.sites.push(TrainingSite {
+            let site = TrainingSite {
                 pattern: TrainingPattern::Estimator,
-                range,
-                scope: scope_index,
-                is_model_function: true,
-            });
-            analysis.sites.sort_by_key(|site| site.range.start);
+                ..model_function_site(scope_index, range)
+            };
+            add_site_once(&mut modules[module_index].sites, site);
         }
+    }
+}
+
+/// A Keras site run by a loop of another module.
+fn model_function_site(scope: usize, range: std::ops::Range<usize>) -> TrainingSite {
+    TrainingSite {
+        pattern: TrainingPattern::Keras,
+        range,
+        scope,
+        is_model_function: true,
     }
 }
 
@@ -184,31 +189,12 @@ fn made_by<'a>(
     scope_index: usize,
     expr: &'a Expr,
 ) -> Option<&'a Expr> {
-    let Some(name) = dotted_name(expr).filter(|_| !matches!(expr, Expr::Call(_))) else {
+    let Some(name) = dotted_name(expr) else {
         return Some(expr);
     };
     [&analysis.scopes[scope_index], &analysis.scopes[0]]
         .into_iter()
-        .find_map(|scope| last_assigned_value(scope, &name))
-}
-
-fn last_assigned_value<'a>(scope: &Scope<'a>, name: &str) -> Option<&'a Expr> {
-    scope
-        .facts
-        .statements
-        .iter()
-        .rev()
-        .find_map(|stmt| match stmt {
-            Stmt::Assign(assign)
-                if assign
-                    .targets
-                    .iter()
-                    .any(|target| dotted_name(target).as_deref() == Some(name)) =>
-            {
-                Some(assign.value.as_ref())
-            }
-            _ => None,
-        })
+        .find_map(|scope| scope.facts.last_value_of(&name))
 }
 
 /// A Keras site at each `compile` of the function `name`; whether it has one.
@@ -223,7 +209,10 @@ fn attach_compiles(modules: &mut [ModuleAnalysis], name: &str) -> bool {
         .map(|(_, call)| span(call))
         .collect();
     for range in &compiles {
-        add_model_function_site(analysis, scope_index, range.clone());
+        add_site_once(
+            &mut analysis.sites,
+            model_function_site(scope_index, range.clone()),
+        );
     }
     !compiles.is_empty()
 }
@@ -247,33 +236,20 @@ fn attach_callback_lists(modules: &mut [ModuleAnalysis], name: &str) -> bool {
         });
     let list = match returned {
         Some(list @ Expr::List(_)) => Some(list),
-        Some(Expr::Name(name)) => last_assigned_value(scope, name.id.as_str())
+        Some(Expr::Name(name)) => scope
+            .facts
+            .last_value_of(name.id.as_str())
             .filter(|value| matches!(value, Expr::List(_))),
         _ => None,
     };
     let Some(list) = list else {
         return false;
     };
-    let range = span(list);
-    add_model_function_site(analysis, scope_index, range);
+    add_site_once(
+        &mut analysis.sites,
+        model_function_site(scope_index, span(list)),
+    );
     true
-}
-
-fn add_model_function_site(
-    analysis: &mut ModuleAnalysis,
-    scope: usize,
-    range: std::ops::Range<usize>,
-) {
-    if analysis.sites.iter().any(|site| site.range == range) {
-        return;
-    }
-    analysis.sites.push(TrainingSite {
-        pattern: TrainingPattern::Keras,
-        range,
-        scope,
-        is_model_function: true,
-    });
-    analysis.sites.sort_by_key(|site| site.range.start);
 }
 
 /// The module and scope of the function with this qualified name.

@@ -18,7 +18,7 @@ use crate::python::parse::span;
 
 /// Adds a site unless one already covers the same range, keeping sites in
 /// source order. Returns whether it was added.
-fn add_site_once(sites: &mut Vec<TrainingSite>, site: TrainingSite) -> bool {
+pub(super) fn add_site_once(sites: &mut Vec<TrainingSite>, site: TrainingSite) -> bool {
     if sites.iter().any(|existing| existing.range == site.range) {
         return false;
     }

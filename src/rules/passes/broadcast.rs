@@ -154,15 +154,21 @@ fn declare_global_flag(rewrite: &mut ModuleRewrite, function: &Stmt, flag: &str)
 /// method of this name on `self`).
 fn is_called_in_a_loop(module: &crate::analysis::training::ModuleAnalysis, name: &str) -> bool {
     module.scopes.iter().any(|scope| {
-        scope.facts.calls.iter().any(|site| {
-            let calls_it = match site.call.func.as_ref() {
-                Expr::Name(callee) => callee.id.as_str() == name,
-                Expr::Attribute(attribute) => attribute.attr.as_str() == name,
-                _ => false,
-            };
-            calls_it && !site.enclosing_loops.is_empty()
-        })
+        scope
+            .facts
+            .calls
+            .iter()
+            .any(|site| calls_by_name(site.call, name) && !site.enclosing_loops.is_empty())
     })
+}
+
+/// Whether a call calls a function of this name, or a method of it on any receiver.
+pub fn calls_by_name(call: &ast::ExprCall, name: &str) -> bool {
+    match call.func.as_ref() {
+        Expr::Name(callee) => callee.id.as_str() == name,
+        Expr::Attribute(attribute) => attribute.attr.as_str() == name,
+        _ => false,
+    }
 }
 
 fn is_docstring(stmt: &Stmt) -> bool {

@@ -92,7 +92,15 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 .learning_rates
                 .handled_calls
                 .contains(&span(site.call).start);
-            if is_scope(site.statement) || handled || is_schedule_of_something_else(rewrite, site) {
+            if is_scope(site.statement) || handled {
+                continue;
+            }
+            // Only a schedule can be something else's; the check reads the whole module.
+            let is_schedule = matches!(
+                rewrite.library_class_of_call(scope, site.call),
+                Some(LibraryClass::Schedule(_))
+            );
+            if is_schedule && is_schedule_of_something_else(rewrite, site) {
                 continue;
             }
             scale_call_learning_rate(rewrite, scope, site.call, &schedule_names);

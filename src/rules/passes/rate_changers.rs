@@ -81,15 +81,8 @@ fn parameter_count(arguments: &ast::Arguments) -> usize {
 
 /// The number of positional parameters of a module-level `def name(...)`.
 fn module_function_parameters(rewrite: &ModuleRewrite, name: &str) -> Option<usize> {
-    rewrite
-        .module
-        .module
-        .body
-        .iter()
-        .find_map(|stmt| match stmt {
-            Stmt::FunctionDef(function) if function.name.as_str() == name => {
-                Some(parameter_count(&function.args))
-            }
-            _ => None,
-        })
+    match rewrite.module.module.definition(name)? {
+        Stmt::FunctionDef(function) => Some(parameter_count(&function.args)),
+        _ => None,
+    }
 }

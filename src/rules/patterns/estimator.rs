@@ -116,10 +116,13 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
 
 /// A canned Estimator (`DNNRegressor(..., optimizer=Adagrad(...))`) builds
 /// its train op from the optimizer it is given: wrap that one. One given by
-/// name, or the default, cannot be wrapped here: say what to pass instead.
+/// name, or the default, is made explicit for a DNN Estimator; otherwise it
+/// cannot be wrapped here: say what to pass instead.
 fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
     let hvd = rewrite.hvd.clone();
-    match keyword(call, "optimizer").map(|keyword| &keyword.value) {
+    let given = keyword(call, "optimizer").map(|keyword| &keyword.value);
+    let explicit = default_dnn_optimizer(rewrite, call, given);
+    match given {
         Some(Expr::Call(optimizer)) => {
             if !rewrite.calls_horovod_attribute(&optimizer.func, "DistributedOptimizer") {
                 let range = span(optimizer);
@@ -130,8 +133,8 @@ fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
                 rewrite.edit(Edit::insertion(range.end, ")"));
             }
         }
-        other if default_dnn_optimizer(rewrite, call, other).is_some() => {
-            let built = default_dnn_optimizer(rewrite, call, other).unwrap_or_default();
+        other if explicit.is_some() => {
+            let built = explicit.unwrap_or_default();
             let wrapped = format!("{hvd}.DistributedOptimizer({built})");
             match other {
                 Some(name) => rewrite.edit(Edit::replacement(span(name), wrapped)),

@@ -375,15 +375,7 @@ fn broadcast_after_first_step(
         && let Some(outermost) = path.iter().find(|stmt| is_loop(stmt))
     {
         let innermost = path.iter().rev().find(|stmt| is_loop(stmt)).copied();
-        let horovod = rewrite.hvd.clone();
-        place_broadcast(
-            rewrite,
-            &horovod,
-            FlagHome::BeforeLoop(outermost),
-            stmt,
-            &targets,
-            None,
-        );
+        broadcast_before_loop(rewrite, outermost, stmt, &targets, None);
         if let Some(innermost) = innermost {
             divide_loop_steps(rewrite, innermost);
         }
@@ -403,6 +395,19 @@ fn broadcast_after_first_step(
         return;
     }
     report_unplaced_broadcast(rewrite, scope_index, &step_name, apply, &targets);
+}
+
+/// The broadcast through this module's Horovod, its flag set before `outermost`.
+fn broadcast_before_loop(
+    rewrite: &mut ModuleRewrite,
+    outermost: &Stmt,
+    after: &Stmt,
+    targets: &[BroadcastTargets],
+    step_name: Option<&str>,
+) {
+    let horovod = rewrite.hvd.clone();
+    let home = FlagHome::BeforeLoop(outermost);
+    place_broadcast(rewrite, &horovod, home, after, targets, step_name);
 }
 
 /// Places the broadcast in a Python loop of this module that calls the step
@@ -446,11 +451,9 @@ fn broadcast_in_caller_loop(
                 return true;
             };
             let innermost = path.iter().rev().find(|stmt| is_loop(stmt)).copied();
-            let horovod = rewrite.hvd.clone();
-            place_broadcast(
+            broadcast_before_loop(
                 rewrite,
-                &horovod,
-                FlagHome::BeforeLoop(outermost),
+                outermost,
                 call_statement,
                 &translated,
                 Some(step_name),
@@ -566,15 +569,7 @@ fn broadcast_after_step_elsewhere(
         return;
     };
     if !rewrite.text.contains("broadcast_variables(") {
-        let horovod = rewrite.hvd.clone();
-        place_broadcast(
-            rewrite,
-            &horovod,
-            FlagHome::BeforeLoop(outermost),
-            stmt,
-            &targets,
-            Some(&step_name),
-        );
+        broadcast_before_loop(rewrite, outermost, stmt, &targets, Some(&step_name));
     }
     divide_loop_steps(rewrite, innermost);
 }

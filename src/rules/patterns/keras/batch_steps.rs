@@ -27,7 +27,7 @@ use crate::analysis::walk::{dotted_name, is_loop, path_to};
 use crate::diagnostics::Diagnostic;
 use crate::python::edit::Edit;
 use crate::python::parse::span;
-use crate::rules::passes::broadcast::{BroadcastTargets, FlagHome, place_broadcast};
+use crate::rules::passes::broadcast::{BroadcastTargets, FlagHome, calls_by_name, place_broadcast};
 use crate::rules::passes::loop_steps::{DATASET_NOT_SHARDED, divide_loop_steps};
 use crate::rules::rewrite::ModuleRewrite;
 
@@ -206,12 +206,7 @@ fn divide_caller_loop(rewrite: &mut ModuleRewrite, scope: &Scope, step: &BatchSt
     let name = scope.name();
     let caller_loop = module.scopes.iter().find_map(|caller| {
         caller.facts.calls.iter().find_map(|site| {
-            let calls_it = match site.call.func.as_ref() {
-                Expr::Name(callee) => callee.id.as_str() == name,
-                Expr::Attribute(attribute) => attribute.attr.as_str() == name,
-                _ => false,
-            };
-            if !calls_it || std::ptr::eq(caller, scope) {
+            if !calls_by_name(site.call, name) || std::ptr::eq(caller, scope) {
                 return None;
             }
             let path = path_to(caller.body, &span(site.statement))?;

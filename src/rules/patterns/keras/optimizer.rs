@@ -232,10 +232,7 @@ pub(super) fn build_optimizer(rewrite: &ModuleRewrite, class: &str) -> String {
         .name_for("tensorflow.keras")
         .map(String::from)
         .unwrap_or_else(|| format!("{}.keras", rewrite.tf));
-    let default = library::KERAS_OPTIMIZERS
-        .iter()
-        .find(|(name, _)| *name == class)
-        .map_or("0.001", |(_, default)| default);
+    let default = library::keras_default_learning_rate(class).unwrap_or("0.001");
     // With eager execution off, `compile(optimizer="adam")` builds a legacy
     // optimizer; the TF 2.11+ one fails there (it calls `.numpy()`).
     let legacy = if disables_eager_execution(rewrite) {

@@ -185,10 +185,7 @@ fn compiled_rate<'a>(
 }
 
 fn default_rate(class: &str) -> Option<Rate<'static>> {
-    library::KERAS_OPTIMIZERS
-        .iter()
-        .find(|(name, _)| *name == class)
-        .map(|(_, default)| Rate::Default(default))
+    library::keras_default_learning_rate(class).map(Rate::Default)
 }
 
 /// A literal, or a name or arithmetic not holding a schedule.
