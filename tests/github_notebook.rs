@@ -5,10 +5,13 @@
 //! use to a reviewer: review mode puts the notebook's rewrite, cell by cell,
 //! in the summary comment; pull-request mode commits the rewritten notebook.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+mod github_support;
+mod support;
 
+use std::path::Path;
+use std::process::Command;
+
+use github_support::{Emulator, items, repository_root};
 use serde_json::{Value, json};
 
 const REPOSITORY: &str = "octo-org/ml-notebooks";
@@ -20,10 +23,6 @@ const SUMMARY_MARKER: &str = "<!-- distribute:summary -->";
 /// The package of the end-to-end notebook case: a notebook importing its model from a module.
 const PACKAGE_FILES: [&str; 2] = ["train.ipynb", "model_def.py"];
 
-fn repository_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn case_file(name: &str) -> String {
     std::fs::read_to_string(
         repository_root()
@@ -31,57 +30,6 @@ fn case_file(name: &str) -> String {
             .join(name),
     )
     .unwrap()
-}
-
-/// The emulator, a child process on 127.0.0.1; it exits with its stdin.
-struct Emulator {
-    child: Child,
-    _stdin: ChildStdin,
-    url: String,
-}
-
-impl Emulator {
-    fn start() -> Emulator {
-        let status = Command::new(repository_root().join("scripts/setup-github-test-tools"))
-            .status()
-            .expect("running scripts/setup-github-test-tools");
-        assert!(status.success(), "scripts/setup-github-test-tools failed");
-        let mut child = Command::new("node")
-            .arg(repository_root().join("tests/github/emulator/server.mjs"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the emulator");
-        let stdin = child.stdin.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line.trim().strip_prefix("listening ").unwrap().to_string();
-        Emulator {
-            child,
-            _stdin: stdin,
-            url,
-        }
-    }
-
-    fn control(&self, path: &str, body: Option<Value>) -> Value {
-        let url = format!("{}/_emulator/{path}", self.url);
-        let mut response = match body {
-            None => ureq::get(&url).call(),
-            Some(body) => ureq::post(&url).send_json(body),
-        }
-        .unwrap_or_else(|error| panic!("{url}: {error}"));
-        response.body_mut().read_json().unwrap()
-    }
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The repository and pull request #12, which adds the notebook and its model module.
@@ -134,10 +82,9 @@ fn workspace() -> tempfile::TempDir {
 
 /// Runs `distribute github --mode <mode>` on the `opened` event as the action does.
 fn run_bot(emulator: &Emulator, workspace: &Path, mode: &str) -> Value {
-    let event = emulator.control(
-        &format!("event?name=pull_request&repo={REPOSITORY}&number={PULL}&action=opened"),
-        None,
-    );
+    let event = emulator.event(&format!(
+        "name=pull_request&repo={REPOSITORY}&number={PULL}&action=opened"
+    ));
     let job = tempfile::tempdir().unwrap();
     let event_path = job.path().join("event.json");
     std::fs::write(&event_path, serde_json::to_string(&event).unwrap()).unwrap();
@@ -166,7 +113,7 @@ fn run_bot(emulator: &Emulator, workspace: &Path, mode: &str) -> Value {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let state = emulator.control("state", None);
+    let state = emulator.state();
     assert_eq!(
         state["violations"],
         json!([]),
@@ -174,10 +121,6 @@ fn run_bot(emulator: &Emulator, workspace: &Path, mode: &str) -> Value {
     );
     assert_eq!(state["emulator_errors"], json!([]));
     state
-}
-
-fn items<'a>(state: &'a Value, key: &str) -> Vec<&'a Value> {
-    state[key].as_array().unwrap().iter().collect()
 }
 
 fn summary(state: &Value) -> String {
@@ -193,7 +136,7 @@ fn summary(state: &Value) -> String {
 #[test]
 fn review_mode_puts_a_notebooks_rewrite_in_the_summary_cell_by_cell() {
     let emulator = Emulator::start();
-    emulator.control("seed", Some(seed()));
+    emulator.seed(seed());
     let workspace = workspace();
     let state = run_bot(&emulator, workspace.path(), "review");
 
@@ -224,7 +167,7 @@ fn review_mode_puts_a_notebooks_rewrite_in_the_summary_cell_by_cell() {
 #[test]
 fn pull_request_mode_commits_the_rewritten_notebook() {
     let emulator = Emulator::start();
-    emulator.control("seed", Some(seed()));
+    emulator.seed(seed());
     let workspace = workspace();
     let state = run_bot(&emulator, workspace.path(), "pull-request");
 
