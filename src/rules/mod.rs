@@ -56,6 +56,13 @@ pub const DEVICE_TOWERS: Code = Code::new(
     "The module builds one tower per GPU itself (`tf.device('/gpu:%d' % i)` in a loop); it is not rewritten, since Horovod runs one process per GPU.",
 );
 
+pub const OPTIMIZER_NOT_WRAPPABLE: Code = Code::new(
+    "DST125",
+    "optimizer-not-wrappable",
+    Severity::Error,
+    "A training loop whose optimizer cannot be wrapped in `hvd.DistributedOptimizer` (a model compiled nowhere the tool can see, a canned Estimator without gradients): its module is left as written, since dividing its steps alone would train one model per worker on part of the data.",
+);
+
 /// Codes raised here, for every pattern.
 pub const CODES: &[Code] = &[
     MIXED_TRAINING_LOOPS,
@@ -63,6 +70,7 @@ pub const CODES: &[Code] = &[
     BROADCAST_PLACEMENT,
     DEVICE_TOWERS,
     UNSUPPORTED_TRAINING,
+    OPTIMIZER_NOT_WRAPPABLE,
 ];
 
 /// How a module trains, as far as the rewrite is concerned.
@@ -205,6 +213,18 @@ fn rewrite_one_pattern<'a>(
 ) -> ModuleRewriteResult {
     let plugin = patterns::plugin_for(pattern);
     let mut rewrite = ModuleRewrite::new(analysis, module, plugin, options);
+    // Code that already uses Horovod chose how to wrap its optimizers.
+    let refusals = match rewrite.had_horovod {
+        true => Vec::new(),
+        false => plugin.refusals(&rewrite),
+    };
+    if !refusals.is_empty() {
+        return ModuleRewriteResult {
+            classification: Classification::Pattern(pattern),
+            edits: Vec::new(),
+            diagnostics: refusals,
+        };
+    }
     note_existing_horovod(&mut rewrite);
     passes::init_block::run(&mut rewrite);
     plugin.rewrite(&mut rewrite);

@@ -18,7 +18,7 @@ use super::context::RewriteContext;
 use super::importer::Names;
 use super::rewrite::ModuleRewrite;
 use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern};
-use crate::diagnostics::Code;
+use crate::diagnostics::{Code, Diagnostic};
 
 /// A training pattern's rewrite.
 pub trait Pattern: Sync {
@@ -69,6 +69,13 @@ pub trait Pattern: Sync {
     /// The diagnostics this pattern raises and documents.
     fn codes(&self) -> &'static [Code] {
         &[]
+    }
+
+    /// Errors for the training loops of the module that cannot be made whole
+    /// (an optimizer that cannot be wrapped): when there is one, the module
+    /// is left as written, since half a rewrite trains one model per worker.
+    fn refusals(&self, _rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
+        Vec::new()
     }
 
     /// The pattern's own edits and diagnostics; the shared passes run after.

@@ -22,6 +22,7 @@ use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
 mod batch_steps;
 mod callbacks;
 mod optimizer;
+mod refusal;
 mod warmup;
 
 use callbacks::{rewrite_callbacks, rewrite_unpacked_fit};
@@ -120,6 +121,10 @@ impl Pattern for Keras {
 
     fn codes(&self) -> &'static [Code] {
         &[CALLBACKS_NOT_VISIBLE]
+    }
+
+    fn refusals(&self, rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
+        refusal::refusals(rewrite)
     }
 
     fn rewrite(&self, rewrite: &mut ModuleRewrite) {

@@ -1,5 +1,6 @@
-"""Estimator factories: a canned classifier on the library's default
-optimizer, and a model_fn returned by a function of its parameters."""
+"""Estimator factories: a canned classifier and a wide-and-deep one on the
+library's default optimizers, and a model_fn returned by a function of its
+parameters."""
 import tensorflow as tf
 
 
@@ -10,6 +11,17 @@ def build_estimator(config):
         hidden_units=[8],
         n_classes=2,
         config=config,
+    )
+
+
+def build_wide_and_deep(config):
+    wide = [tf.feature_column.numeric_column("x", shape=(4,))]
+    deep = [tf.feature_column.numeric_column("x", shape=(4,))]
+    return tf.estimator.DNNLinearCombinedClassifier(
+        config=config,
+        linear_feature_columns=wide,
+        dnn_feature_columns=deep,
+        dnn_hidden_units=[8],
     )
 
 

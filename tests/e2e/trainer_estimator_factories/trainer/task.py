@@ -30,14 +30,25 @@ def main(job_dir="job"):
     canned = model.build_estimator(run_config)
     canned.train(input_fn, max_steps=20)
 
+    wide_and_deep = model.build_wide_and_deep(
+        tf.estimator.RunConfig(model_dir=os.path.join(job_dir, "wide_and_deep"))
+    )
+    wide_and_deep.train(input_fn, max_steps=20)
+
     custom = tf.estimator.Estimator(
         model_fn=model.get_model_fn({"learning_rate": 0.01}),
         model_dir=os.path.join(job_dir, "custom"),
     )
     custom.train(input_fn, steps=20)
 
-    steps = int(canned.get_variable_value("global_step")) + int(custom.get_variable_value("global_step"))
-    checksum = checksum_of(canned, "dnn/") + checksum_of(custom, "dense/")
+    trained = [canned, wide_and_deep, custom]
+    steps = sum(int(estimator.get_variable_value("global_step")) for estimator in trained)
+    checksum = (
+        checksum_of(canned, "dnn/")
+        + checksum_of(wide_and_deep, "dnn/")
+        + checksum_of(wide_and_deep, "linear/")
+        + checksum_of(custom, "dense/")
+    )
     rank = os.environ.get("HOROVOD_RANK", "single")
     with open(os.path.join(os.environ.get("RESULT_DIR", "."), "result-%s.json" % rank), "w") as out:
         json.dump({"checksum": checksum, "steps": steps}, out)

@@ -9,7 +9,8 @@
 //! Assumptions (reported when broken): the `model_fn` resolves to a function
 //! of the package.
 
-use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
+mod canned;
+
 use rustpython_parser::ast::{self, Expr};
 
 use super::Pattern;
@@ -26,18 +27,17 @@ use super::tf1::{
     wrap_optimizers,
 };
 use crate::analysis::training::{
-    Scope, TrainingPattern, creates_estimator, model_function_argument,
+    Scope, TrainingPattern, creates_estimator, is_library_estimator, model_function_argument,
 };
-use crate::analysis::walk::{dotted_name, keyword};
+use crate::analysis::walk::keyword;
 use crate::diagnostics::{Code, Diagnostic, Severity};
-use crate::python::edit::Edit;
 use crate::python::parse::span;
 
 pub const MODEL_FUNCTION_NOT_FOUND: Code = Code::new(
     "DST115",
     "model-fn-not-found",
-    Severity::Warning,
-    "The Estimator's `model_fn` could not be resolved, so its optimizer was not wrapped.",
+    Severity::Error,
+    "The Estimator's `model_fn` could not be resolved, so its optimizer cannot be wrapped: the module is left as written.",
 );
 
 /// An Estimator.
@@ -69,9 +69,63 @@ impl Pattern for Estimator {
         &[MODEL_FUNCTION_NOT_FOUND]
     }
 
+    fn refusals(&self, rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
+        refusals(rewrite)
+    }
+
     fn rewrite(&self, rewrite: &mut ModuleRewrite) {
         rewrite_module(rewrite);
     }
+}
+
+/// Estimators whose optimizer cannot be wrapped: a canned one without a
+/// wrappable optimizer, a `model_fn` that resolves to no package function.
+fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
+    let module = rewrite.module;
+    let mut refusals = Vec::new();
+    for scope in &module.scopes {
+        for (_, call) in calls_in_scope(scope) {
+            if !creates_estimator(rewrite.analysis.package, module.module, scope, call) {
+                continue;
+            }
+            if is_canned(rewrite, scope, call) {
+                refusals.extend(canned::refusals(rewrite, scope, call));
+            } else if let Some(diagnostic) = unresolved_model_function(rewrite, scope, call) {
+                refusals.push(diagnostic);
+            }
+        }
+    }
+    refusals
+}
+
+/// A library Estimator other than the one taking a `model_fn`.
+fn is_canned(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    canonical_callee(rewrite, scope, call).is_some_and(|callee| {
+        is_library_estimator(&callee) && callee != "tensorflow.estimator.Estimator"
+    })
+}
+
+/// DST115 for an Estimator whose `model_fn` resolves to no package function.
+fn unresolved_model_function(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> Option<Diagnostic> {
+    let function = model_function_argument(call)?;
+    let resolved = crate::analysis::training::model_function_name(
+        rewrite.analysis.package,
+        rewrite.module,
+        scope,
+        function,
+    );
+    if resolved.is_some_and(|name| rewrite.analysis.functions.contains_key(&name)) {
+        return None;
+    }
+    let text = rewrite.expression_text(function);
+    Some(
+        Diagnostic::new(MODEL_FUNCTION_NOT_FOUND, span(function), format!("`{text}` does not resolve to a function of this package, so the optimizer it builds cannot be wrapped and its gradients would not be averaged: this module was left as written (dividing its steps alone would train one model per worker on part of the data)"))
+            .with_suggestion(format!("in the model_fn, scale the learning rate by `{0}` and wrap the optimizer with `{1}.DistributedOptimizer(...)`, then add `{1}.BroadcastGlobalVariablesHook(0)` to the training hooks and divide the steps by `{0}`", rewrite.horovod_call("size"), rewrite.hvd)),
+    )
 }
 
 fn rewrite_module(rewrite: &mut ModuleRewrite) {
@@ -114,98 +168,10 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
     divide_stop_at_step_hooks(rewrite);
 }
 
-/// A canned Estimator (`DNNRegressor(..., optimizer=Adagrad(...))`) builds
-/// its train op from the optimizer it is given: wrap that one. One given by
-/// name, or the default, is made explicit for a DNN Estimator; otherwise it
-/// cannot be wrapped here: say what to pass instead.
-fn wrap_canned_optimizer(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
-    let hvd = rewrite.hvd.clone();
-    let given = keyword(call, "optimizer").map(|keyword| &keyword.value);
-    let explicit = default_dnn_optimizer(rewrite, call, given);
-    match given {
-        Some(Expr::Call(optimizer)) => {
-            if !rewrite.calls_horovod_attribute(&optimizer.func, "DistributedOptimizer") {
-                let range = span(optimizer);
-                rewrite.edit(Edit::insertion(
-                    range.start,
-                    format!("{hvd}.DistributedOptimizer("),
-                ));
-                rewrite.edit(Edit::insertion(range.end, ")"));
-            }
-        }
-        other if explicit.is_some() => {
-            let built = explicit.unwrap_or_default();
-            let wrapped = format!("{hvd}.DistributedOptimizer({built})");
-            match other {
-                Some(name) => rewrite.edit(Edit::replacement(span(name), wrapped)),
-                None => rewrite.add_keyword(call, "optimizer", &wrapped),
-            }
-        }
-        other => {
-            let (at, what) = match other {
-                Some(value) => (
-                    span(value),
-                    format!("the optimizer `{}`", rewrite.expression_text(value)),
-                ),
-                None => (span(call), "the default optimizer".to_string()),
-            };
-            rewrite.diagnose(
-                Diagnostic::new(OPTIMIZER_NOT_FOUND, at, format!("this canned Estimator trains with {what}, which could not be wrapped: its gradients are not averaged across workers"))
-                    .with_suggestion(format!("pass `optimizer={hvd}.DistributedOptimizer(<an optimizer object, its learning rate * {}>)`", rewrite.horovod_call("size"))),
-            );
-        }
-    }
-}
-
 /// `config.replace(model_dir=...)`: only a RunConfig's `replace` takes `model_dir`.
 fn is_run_config_replace(call: &ast::ExprCall) -> bool {
     matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "replace")
         && keyword(call, "model_dir").is_some()
-}
-
-/// A DNN canned Estimator's optimizer made explicit, scaled: the library
-/// default (Adagrad) or one named by a string, at the library's rate for
-/// DNN Estimators, 0.05. A Keras optimizer for the TF2 Estimators, a
-/// `tf.compat.v1.train` one for the TF1 ones. `None` for other Estimators
-/// (a linear model's default rate depends on its feature columns).
-fn default_dnn_optimizer(
-    rewrite: &ModuleRewrite,
-    call: &ast::ExprCall,
-    given: Option<&Expr>,
-) -> Option<String> {
-    let class = match given {
-        None => "Adagrad".to_string(),
-        Some(Expr::Constant(ast::ExprConstant {
-            value: ast::Constant::Str(name),
-            ..
-        })) => name.to_string(),
-        Some(_) => return None,
-    };
-    let known = ["Adagrad", "Adam", "Ftrl", "RMSProp", "SGD"];
-    if !known.contains(&class.as_str()) {
-        return None;
-    }
-    let estimator = dotted_name(&call.func)?;
-    if !(estimator.ends_with("DNNClassifier") || estimator.ends_with("DNNRegressor")) {
-        return None;
-    }
-    let size = rewrite.horovod_call("size");
-    let tf = &rewrite.tf;
-    Some(if estimator.contains("v1") {
-        let class = if class == "SGD" {
-            "GradientDescent"
-        } else {
-            class.as_str()
-        };
-        format!("{tf}.compat.v1.train.{class}Optimizer(learning_rate=0.05 * {size})")
-    } else {
-        let class = if class == "RMSProp" {
-            "RMSprop"
-        } else {
-            class.as_str()
-        };
-        format!("{tf}.keras.optimizers.legacy.{class}(learning_rate=0.05 * {size})")
-    })
 }
 
 fn rewrite_estimator_construction(
@@ -215,25 +181,11 @@ fn rewrite_estimator_construction(
     call: &ast::ExprCall,
 ) {
     rank_zero_directory(rewrite, call, "model_dir");
-    let canned = canonical_callee(rewrite, scope, call)
-        .is_some_and(|callee| callee != "tensorflow.estimator.Estimator");
-    if canned {
-        wrap_canned_optimizer(rewrite, call);
-    } else if let Some(function) = model_function_argument(call) {
-        let resolved = crate::analysis::training::model_function_name(
-            rewrite.analysis.package,
-            rewrite.module,
-            scope,
-            function,
-        );
-        let known = resolved.is_some_and(|name| rewrite.analysis.functions.contains_key(&name));
-        if !known {
-            let text = rewrite.expression_text(function).to_string();
-            rewrite.diagnose(
-                Diagnostic::new(MODEL_FUNCTION_NOT_FOUND, span(function), format!("`{text}` does not resolve to a function of this package, so the optimizer it builds was not wrapped"))
-                    .with_suggestion(format!("in the model_fn, scale the learning rate by `{0}` and wrap the optimizer with `{1}.DistributedOptimizer(...)`", rewrite.horovod_call("size"), rewrite.hvd)),
-            );
-        }
+    if is_canned(rewrite, scope, call) {
+        canned::wrap_canned_optimizers(rewrite, scope, call);
+    } else if let Some(diagnostic) = unresolved_model_function(rewrite, scope, call) {
+        // Reached only in code that already uses Horovod (never refused).
+        rewrite.diagnose(diagnostic);
     }
     // Pin the GPU through the RunConfig; create one when the Estimator has none.
     if keyword(call, "config").is_none() {

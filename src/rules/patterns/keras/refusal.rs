@@ -1,0 +1,106 @@
+//! A Keras training loop whose model is compiled nowhere the tool can see (a
+//! model restored by `load_model`, a parameter no caller compiles): its
+//! optimizer cannot be wrapped, so its gradients would not be averaged.
+//! Dividing its steps and broadcasting alone would train one model per
+//! worker on part of the data, so the module is left as written and an error
+//! says what to do by hand.
+
+use rustpython_parser::ast::Expr;
+
+use super::optimizer::find_compiles;
+use crate::analysis::library;
+use crate::analysis::training::{Scope, TrainingPattern, find_call};
+use crate::analysis::walk::dotted_name;
+use crate::diagnostics::Diagnostic;
+use crate::rules::OPTIMIZER_NOT_WRAPPABLE;
+use crate::rules::rewrite::ModuleRewrite;
+
+/// One error per training loop of the module whose model is compiled nowhere.
+pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
+    let module = rewrite.module;
+    let mut refusals = Vec::new();
+    for site in module
+        .sites
+        .iter()
+        .filter(|site| site.pattern == TrainingPattern::Keras && !site.is_model_function)
+    {
+        let scope = &module.scopes[site.scope];
+        let Some((_, call)) = find_call(scope, &site.range) else {
+            continue;
+        };
+        let receiver = match call.func.as_ref() {
+            Expr::Attribute(attribute)
+                if library::is_keras_fit_method(attribute.attr.as_str())
+                    || attribute.attr.as_str() == library::KERAS_BATCH_STEP =>
+            {
+                dotted_name(&attribute.value)
+            }
+            // `train(model, ...)`: the model this module hands to a fit elsewhere.
+            _ => call
+                .args
+                .iter()
+                .chain(call.keywords.iter().map(|keyword| &keyword.value))
+                .filter_map(dotted_name)
+                .find(|name| module.models[site.scope].contains(name)),
+        };
+        let Some(receiver) = receiver else {
+            continue;
+        };
+        let compiled = !find_compiles(rewrite, site.scope, &receiver).is_empty()
+            || module
+                .compiled_elsewhere
+                .contains(&(site.scope, receiver.clone()));
+        if !compiled {
+            refusals.push(not_compiled(rewrite, scope, &receiver, site.range.clone()));
+        }
+    }
+    refusals
+}
+
+fn not_compiled(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    receiver: &str,
+    range: std::ops::Range<usize>,
+) -> Diagnostic {
+    let hvd = &rewrite.hvd;
+    let loaded = scope
+        .facts
+        .last_value_of(receiver)
+        .and_then(|value| match value {
+            Expr::Call(call) => dotted_name(&call.func),
+            _ => None,
+        })
+        .is_some_and(|callee| callee.ends_with("load_model"));
+    let is_parameter = scope.parameters.iter().any(|name| name == receiver);
+    let (origin, suggestion) = if loaded {
+        (
+            format!(
+                "`{receiver}` is restored by `load_model` with the optimizer it was saved with"
+            ),
+            format!(
+                "load it with `{hvd}.load_model(...)` from `horovod.tensorflow.keras`, which wraps the optimizer it restores, then run the tool again"
+            ),
+        )
+    } else {
+        let origin = if is_parameter {
+            format!("`{receiver}` is a parameter, and no caller the tool can see compiles it")
+        } else {
+            format!("no `{receiver}.compile(...)` is in this package where the tool can see it")
+        };
+        (
+            origin,
+            format!(
+                "compile `{receiver}` with `optimizer={hvd}.DistributedOptimizer(<optimizer>)` where it is built, or compile it in a module the tool reads and run the tool again"
+            ),
+        )
+    };
+    Diagnostic::new(
+        OPTIMIZER_NOT_WRAPPABLE,
+        range,
+        format!(
+            "{origin}, so its optimizer cannot be wrapped in `{hvd}.DistributedOptimizer` and its gradients would not be averaged: this module was left as written (dividing its steps alone would train one model per worker on part of the data)"
+        ),
+    )
+    .with_suggestion(suggestion)
+}
