@@ -46,7 +46,7 @@ pub const UNSUPPORTED_TRAINING: Code = Code::new(
     "DST121",
     "unsupported-training-api",
     Severity::Error,
-    "The module trains with an API the tool recognises but does not rewrite (`tf.contrib.eager` implicit gradients): it is left single-GPU.",
+    "The module trains with an API the tool recognises but does not rewrite (`tf.contrib.eager` implicit gradients, `tf.train.Supervisor`, `tf.contrib.learn`'s `learn_runner` and `Experiment`, `model_to_estimator`): it is left as written, single-GPU.",
 );
 
 pub const DEVICE_TOWERS: Code = Code::new(
@@ -117,10 +117,13 @@ pub fn rewrite_module<'a>(
     module: &'a ModuleAnalysis<'a>,
     options: RuleOptions,
 ) -> Option<ModuleRewriteResult> {
+    // Training the tool does not rewrite is never rewritten in part.
+    if let Some((range, api)) = unsupported_training(analysis, module) {
+        return Some(refuse_unsupported(module, range, api));
+    }
     let patterns = module.patterns();
     match patterns.as_slice() {
-        [] => unsupported_training(analysis, module)
-            .map(|(range, what)| refuse_unsupported(range, what)),
+        [] => None,
         [pattern] => Some(match device_tower(analysis, module) {
             Some(tower) => refuse_towers(module, *pattern, tower),
             None => rewrite_one_pattern(analysis, module, *pattern, options),
@@ -150,37 +153,78 @@ fn device_tower(analysis: &Analysis, module: &ModuleAnalysis) -> Option<std::ops
     })
 }
 
-/// Training the tool recognises but cannot rewrite: `tf.contrib.eager`'s
-/// implicit gradients. Where, and what it is.
+/// Training the tool recognises but does not rewrite, found by the callee's
+/// canonical name: what it is, and what to do instead.
+struct UnsupportedApi {
+    matches: fn(&str) -> bool,
+    what: &'static str,
+    suggestion: &'static str,
+}
+
+const UNSUPPORTED_APIS: &[UnsupportedApi] = &[
+    UnsupportedApi {
+        matches: |callee| callee.starts_with("tensorflow.contrib.eager.implicit"),
+        what: "`tf.contrib.eager` implicit gradients",
+        suggestion: "wrap its optimizer in `hvd.DistributedOptimizer`, broadcast the variables from rank 0 after the first step, and divide the loop's steps by `hvd.size()` by hand",
+    },
+    UnsupportedApi {
+        matches: |callee| callee == "tensorflow.train.Supervisor",
+        what: "a `tf.train.Supervisor`",
+        suggestion: "train in a `tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=<the logdir>, hooks=[...])` instead, which the tool rewrites (broadcast hook, pinned config, checkpoints on rank 0, divided steps), then run the tool again",
+    },
+    UnsupportedApi {
+        matches: |callee| {
+            callee.starts_with("tensorflow.contrib.learn")
+                && (callee.ends_with("learn_runner.run") || callee.ends_with("Experiment"))
+        },
+        what: "`tf.contrib.learn`'s `learn_runner` and `Experiment`",
+        suggestion: "train the Estimator with `tf.estimator.train_and_evaluate(estimator, tf.estimator.TrainSpec(...), tf.estimator.EvalSpec(...))` instead, which the tool rewrites, then run the tool again",
+    },
+    UnsupportedApi {
+        matches: |callee| callee.ends_with("keras.estimator.model_to_estimator"),
+        what: "an Estimator made by `model_to_estimator` (it trains a copy of the Keras model's compiled optimizer)",
+        suggestion: "train the Keras model with `fit`, or the Estimator with a `model_fn` that builds its optimizer, both of which the tool rewrites, then run the tool again",
+    },
+];
+
+/// Training the tool recognises but does not rewrite. Where, and which.
 fn unsupported_training(
     analysis: &Analysis,
     module: &ModuleAnalysis,
-) -> Option<(std::ops::Range<usize>, &'static str)> {
+) -> Option<(std::ops::Range<usize>, &'static UnsupportedApi)> {
     module.scopes.iter().find_map(|scope| {
         scope.facts.calls.iter().find_map(|site| {
             let call = site.call;
             let callee = training::callee_name(analysis.package, module.module, scope, &call.func)?;
-            callee
-                .starts_with("tensorflow.contrib.eager.implicit")
-                .then(|| {
-                    (
-                        python::parse::span(call),
-                        "`tf.contrib.eager` implicit gradients",
-                    )
-                })
+            let callee = library::canonical_name(&callee);
+            UNSUPPORTED_APIS
+                .iter()
+                .find(|api| (api.matches)(&callee))
+                .map(|api| (python::parse::span(call), api))
         })
     })
 }
 
-fn refuse_unsupported(range: std::ops::Range<usize>, what: &str) -> ModuleRewriteResult {
+fn refuse_unsupported(
+    module: &ModuleAnalysis,
+    range: std::ops::Range<usize>,
+    api: &UnsupportedApi,
+) -> ModuleRewriteResult {
     let diagnostic = Diagnostic::new(
         UNSUPPORTED_TRAINING,
         range,
-        format!("this module trains with {what}, which the tool recognises but does not rewrite: it stays single-GPU"),
+        format!(
+            "this module trains with {}, which the tool recognises but does not rewrite: the module was left as written and stays single-GPU",
+            api.what
+        ),
     )
-    .with_suggestion("wrap its optimizer in `hvd.DistributedOptimizer`, broadcast the variables from rank 0 after the first step, and divide the loop's steps by `hvd.size()` by hand");
+    .with_suggestion(api.suggestion);
+    let patterns = module.patterns();
     ModuleRewriteResult {
-        classification: Classification::Unsupported,
+        classification: match patterns.as_slice() {
+            [pattern] => Classification::Pattern(*pattern),
+            _ => Classification::Unsupported,
+        },
         edits: Vec::new(),
         diagnostics: vec![diagnostic],
     }
