@@ -2,7 +2,9 @@
 //! checkpoints and summary writes go under `if hvd.rank() == 0:` (one guard
 //! around consecutive statements); a summary file writer becomes a no-op
 //! writer elsewhere; a save read back later is followed by a barrier, so no
-//! rank reads before rank 0 has written.
+//! rank reads before rank 0 has written; a directory tree deleted on rank 0
+//! before training is followed by a barrier, so no rank writes there before
+//! it is gone.
 //!
 //! Input: every scope, its statements and its checkpoint names (from the
 //! index). Output: the guards, writers and barriers, and DST004 / DST108 for
@@ -148,6 +150,91 @@ fn guard_group(rewrite: &mut ModuleRewrite, scope: &Scope, group: &[&Stmt]) {
         rewrite.guard_statements(&run);
     }
     barrier_before_reading_back(rewrite, scope, group, group_end);
+    barrier_after_deleting_tree(rewrite, scope, group);
+}
+
+/// Library calls that delete a directory tree.
+const TREE_DELETIONS: &[&str] = &[
+    "tensorflow.io.gfile.rmtree",
+    "tensorflow.gfile.DeleteRecursively",
+    "shutil.rmtree",
+];
+
+/// A directory tree deleted on rank 0 (a job directory cleared before
+/// training): the others must not create or read files in it before it is
+/// gone, so everyone waits after the deletion. None in a loop, where the
+/// deletion is rank 0's own bookkeeping (old checkpoints).
+fn barrier_after_deleting_tree(rewrite: &mut ModuleRewrite, scope: &Scope, group: &[&Stmt]) {
+    let deletes_tree = |call: &ast::ExprCall| {
+        rewrite.callee(scope, &call.func).is_some_and(|callee| {
+            TREE_DELETIONS.contains(&library::canonical_name(&callee).as_str())
+        })
+    };
+    let deletion = group
+        .iter()
+        .find(|stmt| calls_in_statement(stmt).into_iter().any(&deletes_tree));
+    let Some(deletion) = deletion else {
+        return;
+    };
+    let group_end = group.last().map_or(0, |last| span(*last).end);
+    let Some((after, parent)) = barrier_anchor(rewrite, scope, deletion, group_end) else {
+        return;
+    };
+    // Several deletions in a row share the wait after the last of them.
+    let deleted_later = scope.facts.calls.iter().any(|site| {
+        span(site.statement).start >= group_end
+            && deletes_tree(site.call)
+            && barrier_anchor(rewrite, scope, site.statement, span(site.statement).end)
+                .is_some_and(|(_, later_parent)| later_parent == parent)
+    });
+    if deleted_later || rewrite.text.contains("rmtree_barrier") {
+        return;
+    }
+    let Some(barrier) = rewrite
+        .plugin
+        .eager_barrier(&rewrite.context, "rmtree_barrier")
+    else {
+        return;
+    };
+    let line = format!("{barrier}  # rank 0 has deleted it before anyone writes there");
+    rewrite.insert_after_statement(&after, &[line]);
+}
+
+/// Where the wait after a deletion goes (from the deletion's start to
+/// `end`, or the whole enclosing statement) and the statement whose body
+/// holds it (`None`: the scope's body). It goes after the enclosing checks
+/// of the file system (`if exists(d):`), which ranks may answer differently
+/// once rank 0 has deleted. `None` inside a loop.
+type Anchor = (std::ops::Range<usize>, Option<std::ops::Range<usize>>);
+
+fn barrier_anchor(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    deletion: &Stmt,
+    end: usize,
+) -> Option<Anchor> {
+    let path = crate::analysis::walk::path_to(scope.body, &span(deletion))?;
+    if path.iter().any(|stmt| crate::analysis::walk::is_loop(stmt)) {
+        return None;
+    }
+    let mut after = span(deletion).start..end;
+    let mut depth = path.len() - 1;
+    while depth > 0 {
+        let Stmt::If(check) = path[depth - 1] else {
+            break;
+        };
+        let test = rewrite.source(span(check.test.as_ref()));
+        let checks_files = ["exist", "isdir", "IsDirectory", "listdir"]
+            .iter()
+            .any(|word| test.contains(word));
+        if !checks_files {
+            break;
+        }
+        depth -= 1;
+        after = span(path[depth]);
+    }
+    let parent = depth.checked_sub(1).map(|index| span(path[index]));
+    Some((after, parent))
 }
 
 /// A save moved to rank 0 and read back further down (`load_model`,

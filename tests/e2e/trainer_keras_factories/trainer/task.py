@@ -20,6 +20,9 @@ class CountBatches(tf.keras.callbacks.Callback):
 def train_and_evaluate(args):
     x, y = util.load_data()
     keras_model = model.build_model(x.shape[1], args.learning_rate)
+    # Every run starts from an empty job directory.
+    if tf.io.gfile.exists(args.job_dir):
+        tf.io.gfile.rmtree(args.job_dir)
     tf.io.gfile.makedirs(args.job_dir)
     counter = CountBatches()
     callbacks = util.make_callbacks(args.job_dir)
