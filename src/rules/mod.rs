@@ -272,6 +272,13 @@ fn rewrite_one_pattern<'a>(
     note_existing_horovod(&mut rewrite);
     passes::init_block::run(&mut rewrite);
     plugin.rewrite(&mut rewrite);
+    if !rewrite.refusals.is_empty() {
+        return ModuleRewriteResult {
+            classification: Classification::Pattern(pattern),
+            edits: Vec::new(),
+            diagnostics: rewrite.refusals,
+        };
+    }
     passes::learning_rate::run(&mut rewrite);
     passes::rate_changers::run(&mut rewrite);
     passes::seeds::run(&mut rewrite);

@@ -56,6 +56,10 @@ pub struct ModuleRewrite<'a> {
     /// block goes); `None` in modules whose code runs inside another
     /// module's loop. Code before it must not ask Horovod anything.
     pub horovod_initialised_at: Option<usize>,
+    /// Errors that refuse the module: a training loop found, while
+    /// rewriting, to be impossible to make whole. The module then gets no
+    /// edits at all.
+    pub refusals: Vec<Diagnostic>,
 }
 
 impl<'a> std::ops::Deref for ModuleRewrite<'a> {
@@ -113,7 +117,13 @@ impl<'a> ModuleRewrite<'a> {
             keyworded_empty_calls: HashSet::new(),
             learning_rates: LearningRateState::default(),
             horovod_initialised_at: None,
+            refusals: Vec::new(),
         }
+    }
+
+    /// Leaves the module as written, for the reason `diagnostic` gives.
+    pub fn refuse(&mut self, diagnostic: Diagnostic) {
+        self.refusals.push(diagnostic);
     }
 
     pub fn diagnose(&mut self, diagnostic: Diagnostic) {

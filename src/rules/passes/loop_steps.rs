@@ -27,7 +27,14 @@ pub const DATASET_NOT_SHARDED: Code = Code::new(
     "Every worker iterates the whole dataset and no step count divides the work: no speed-up.",
 );
 
-pub const CODES: &[Code] = &[DATASET_NOT_SHARDED];
+pub const STEPS_DIFFER_PER_WORKER: Code = Code::new(
+    "DST126",
+    "steps-differ-per-worker",
+    Severity::Error,
+    "Training steps run once per environment step inside a `while` loop that ends with the episode: each worker would take as many gradient allreduces as its own episodes last, so the module is left as written.",
+);
+
+pub const CODES: &[Code] = &[DATASET_NOT_SHARDED, STEPS_DIFFER_PER_WORKER];
 
 /// How the work of one training loop was split among the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +74,13 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         }
         return WorkSplit::Divided;
     }
-    let Stmt::For(for_loop) = loop_statement else {
-        return WorkSplit::NotSplit;
+    let for_loop = match loop_statement {
+        Stmt::For(for_loop) => for_loop,
+        Stmt::While(while_loop) => {
+            report_unbounded_while(rewrite, while_loop);
+            return WorkSplit::NotSplit;
+        }
+        _ => return WorkSplit::NotSplit,
     };
     let iterable = unwrap_enumerate(&for_loop.iter);
     if let Some(bound) = range_bound(iterable) {
@@ -223,6 +235,59 @@ fn report_unsplit_loop(rewrite: &mut ModuleRewrite, iterable: &Expr) {
         )
         .with_suggestion(suggestion),
     );
+}
+
+/// A `while` loop nothing the tool can divide bounds. One that steps an
+/// environment (`env.step(action)`) ends with its episode, at a different
+/// step on each worker: a gradient allreduce per step would pair steps of
+/// different episodes, and the worker that finishes first leaves the others
+/// waiting on an allreduce that never comes, so the module is refused.
+/// Otherwise every worker runs it to its own end: DST101.
+fn report_unbounded_while(rewrite: &mut ModuleRewrite, while_loop: &ast::StmtWhile) {
+    if steps_an_environment(while_loop) {
+        rewrite.refuse(steps_differ_per_worker(rewrite, while_loop));
+        return;
+    }
+    let test = rewrite.expression_text(&while_loop.test).to_string();
+    let at = span(while_loop.test.as_ref());
+    rewrite.diagnose(
+        Diagnostic::new(
+            DATASET_NOT_SHARDED,
+            at,
+            format!("every worker runs `while {test}:` to its own end and nothing the tool can divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
+        )
+        .with_suggestion("bound the loop by a step count (`for step in range(<steps>)`, or `while step < <steps>`), which the tool divides among the workers"),
+    );
+}
+
+/// Whether a `while` loop steps an environment (`env.step(action)`): it
+/// ends with the episode.
+pub fn steps_an_environment(while_loop: &ast::StmtWhile) -> bool {
+    let mut steps_environment = false;
+    for_each_statement(&while_loop.body, false, &mut |stmt| {
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Call(call) = expr
+                && let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "step"
+                && dotted_name(&attribute.value)
+                    .is_some_and(|receiver| receiver.to_lowercase().contains("env"))
+            {
+                steps_environment = true;
+            }
+        });
+    });
+    steps_environment
+}
+
+/// DST126 for training steps inside an environment's episode loop.
+pub fn steps_differ_per_worker(rewrite: &ModuleRewrite, while_loop: &ast::StmtWhile) -> Diagnostic {
+    let test = rewrite.expression_text(&while_loop.test);
+    Diagnostic::new(
+        STEPS_DIFFER_PER_WORKER,
+        span(while_loop.test.as_ref()),
+        format!("training steps run once per environment step in `while {test}:`, which ends with the episode: each worker's episodes last differently, so a gradient allreduce per step would pair steps of different episodes and the worker that finishes first would leave the others waiting; this module was left as written"),
+    )
+    .with_suggestion("train a fixed number of steps per episode or per iteration (from a replay buffer, outside the environment loop), which the tool can divide, then run the tool again")
 }
 
 fn report_full_batch(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {

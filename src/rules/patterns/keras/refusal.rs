@@ -3,16 +3,19 @@
 //! optimizer cannot be wrapped, so its gradients would not be averaged.
 //! Dividing its steps and broadcasting alone would train one model per
 //! worker on part of the data, so the module is left as written and an error
-//! says what to do by hand.
+//! says what to do by hand. So is a loop that fits once per environment
+//! step: each worker would take as many steps as its episodes last.
 
-use rustpython_parser::ast::Expr;
+use rustpython_parser::ast::{Expr, Stmt};
 
 use super::optimizer::find_compiles;
 use crate::analysis::library;
 use crate::analysis::training::{Scope, TrainingPattern, find_call};
 use crate::analysis::walk::dotted_name;
 use crate::diagnostics::Diagnostic;
+use crate::python::parse::span;
 use crate::rules::OPTIMIZER_NOT_WRAPPABLE;
+use crate::rules::passes::loop_steps::{steps_an_environment, steps_differ_per_worker};
 use crate::rules::rewrite::ModuleRewrite;
 
 /// One error per training loop of the module whose model is compiled nowhere.
@@ -46,6 +49,21 @@ pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
         let Some(receiver) = receiver else {
             continue;
         };
+        // `model.fit(state, target)` per environment step (a value-learning agent).
+        let episode_loop = scope
+            .facts
+            .calls
+            .iter()
+            .filter(|call_site| span(call_site.call) == site.range)
+            .flat_map(|call_site| call_site.enclosing_loops.iter())
+            .find_map(|stmt| match stmt {
+                Stmt::While(while_loop) if steps_an_environment(while_loop) => Some(while_loop),
+                _ => None,
+            });
+        if let Some(while_loop) = episode_loop {
+            refusals.push(steps_differ_per_worker(rewrite, while_loop));
+            continue;
+        }
         let compiled = !find_compiles(rewrite, site.scope, &receiver).is_empty()
             || module
                 .compiled_elsewhere
