@@ -113,6 +113,7 @@ e2e_cases!(
     keras_mirrored_strategy,
     trainer_estimator_factories,
     keras_rate_scheduler,
+    trainer_keras_model_to_estimator,
 );
 
 #[test]

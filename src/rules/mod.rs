@@ -46,7 +46,7 @@ pub const UNSUPPORTED_TRAINING: Code = Code::new(
     "DST121",
     "unsupported-training-api",
     Severity::Error,
-    "The module trains with an API the tool recognises but does not rewrite (`tf.contrib.eager` implicit gradients, `tf.train.Supervisor`, `tf.contrib.learn`'s `learn_runner` and `Experiment`, `model_to_estimator`): it is left as written, single-GPU.",
+    "The module trains with an API the tool recognises but does not rewrite (`tf.contrib.eager` implicit gradients, `tf.train.Supervisor`, `tf.contrib.learn`'s `learn_runner` and `Experiment`): it is left as written, single-GPU.",
 );
 
 pub const DEVICE_TOWERS: Code = Code::new(
@@ -179,11 +179,6 @@ const UNSUPPORTED_APIS: &[UnsupportedApi] = &[
         },
         what: "`tf.contrib.learn`'s `learn_runner` and `Experiment`",
         suggestion: "train the Estimator with `tf.estimator.train_and_evaluate(estimator, tf.estimator.TrainSpec(...), tf.estimator.EvalSpec(...))` instead, which the tool rewrites, then run the tool again",
-    },
-    UnsupportedApi {
-        matches: |callee| callee.ends_with("keras.estimator.model_to_estimator"),
-        what: "an Estimator made by `model_to_estimator` (it trains a copy of the Keras model's compiled optimizer)",
-        suggestion: "train the Keras model with `fit`, or the Estimator with a `model_fn` that builds its optimizer, both of which the tool rewrites, then run the tool again",
     },
 ];
 

@@ -265,6 +265,11 @@ pub fn is_library_estimator(canonical: &str) -> bool {
         })
 }
 
+/// `tf.keras.estimator.model_to_estimator`: an Estimator made from a Keras model.
+fn is_model_to_estimator(callee: &str) -> bool {
+    crate::analysis::library::canonical_name(callee).ends_with("keras.estimator.model_to_estimator")
+}
+
 /// Whether a call constructs an Estimator (library or package subclass).
 pub fn creates_estimator(
     package: &Package,
@@ -275,6 +280,7 @@ pub fn creates_estimator(
     callee_name(package, module, scope, &call.func).is_some_and(|callee| {
         is_library_estimator(&callee)
             || package.is_subclass(&callee, "tensorflow.estimator.Estimator")
+            || is_model_to_estimator(&callee)
     })
 }
 
@@ -291,7 +297,7 @@ pub fn is_estimator_factory(package: &Package, callee: &str) -> bool {
     let Some(Stmt::FunctionDef(function)) = module.definition(function_name) else {
         return false;
     };
-    let constructs = |value: &Expr| matches!(value, Expr::Call(call) if module.bindings.resolve(&call.func).is_some_and(|name| is_library_estimator(&name)));
+    let constructs = |value: &Expr| matches!(value, Expr::Call(call) if module.bindings.resolve(&call.func).is_some_and(|name| is_library_estimator(&name) || is_model_to_estimator(&name)));
     let mut constructed_names = HashSet::new();
     let mut returns_one = false;
     for_each_statement(&function.body, false, &mut |stmt| match stmt {

@@ -1,4 +1,5 @@
-//! TF1 `tf.estimator.Estimator`.
+//! TF1 `tf.estimator.Estimator`, canned Estimators, and Estimators made from
+//! Keras models by `model_to_estimator`.
 //!
 //! What it does: in the `model_fn` (in this module or another), scales and
 //! wraps the optimizer; `model_dir` only on rank 0; pins the GPU through
@@ -10,6 +11,7 @@
 //! of the package.
 
 mod canned;
+mod keras_model;
 
 use rustpython_parser::ast::{self, Expr};
 
@@ -88,7 +90,9 @@ fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
             if !creates_estimator(rewrite.analysis.package, module.module, scope, call) {
                 continue;
             }
-            if is_canned(rewrite, scope, call) {
+            if keras_model::is_model_to_estimator(rewrite, scope, call) {
+                refusals.extend(keras_model::refusal(rewrite, call));
+            } else if is_canned(rewrite, scope, call) {
                 refusals.extend(canned::refusals(rewrite, scope, call));
             } else if let Some(diagnostic) = unresolved_model_function(rewrite, scope, call) {
                 refusals.push(diagnostic);
@@ -181,7 +185,9 @@ fn rewrite_estimator_construction(
     call: &ast::ExprCall,
 ) {
     rank_zero_directory(rewrite, call, "model_dir");
-    if is_canned(rewrite, scope, call) {
+    if keras_model::is_model_to_estimator(rewrite, scope, call) {
+        keras_model::wrap_keras_model_optimizer(rewrite, call);
+    } else if is_canned(rewrite, scope, call) {
         canned::wrap_canned_optimizers(rewrite, scope, call);
     } else if let Some(diagnostic) = unresolved_model_function(rewrite, scope, call) {
         // Reached only in code that already uses Horovod (never refused).

@@ -26,7 +26,8 @@ mod refusal;
 mod warmup;
 
 use callbacks::{rewrite_callbacks, rewrite_unpacked_fit};
-use optimizer::{find_compiles, wrap_compiled_optimizer};
+use optimizer::find_compiles;
+pub(crate) use optimizer::wrap_compiled_optimizer;
 
 use std::collections::HashSet;
 

@@ -85,7 +85,7 @@ pub(super) fn factory_scope(
     })
 }
 
-pub(super) fn wrap_compiled_optimizer(
+pub(crate) fn wrap_compiled_optimizer(
     rewrite: &mut ModuleRewrite,
     scope: &Scope,
     compile: &ast::ExprCall,

@@ -1,0 +1,4 @@
+"""Entry point, as a cloud training job runs the package."""
+from trainer import task
+
+task.main()
