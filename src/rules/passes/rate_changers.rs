@@ -28,7 +28,14 @@ pub const RATE_CHANGER_SCALED: Code = Code::new(
     "A `LearningRateScheduler` whose schedule gives absolute rates from the epoch alone, or a callback class of the module that sets absolute rates itself (a one-cycle policy), gets those rates multiplied by the number of workers, as the optimizer's rate is.",
 );
 
-pub const CODES: &[Code] = &[RATE_CHANGER_SCALED];
+pub const RATE_CHANGER_ELSEWHERE: Code = Code::new(
+    "DST127",
+    "rate-changer-elsewhere",
+    Severity::Warning,
+    "A callback class defined in another module of the package sets absolute learning rates, which undo their scaling by the number of workers; that module is not rewritten.",
+);
+
+pub const CODES: &[Code] = &[RATE_CHANGER_SCALED, RATE_CHANGER_ELSEWHERE];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
     if rewrite.learning_rates.work_not_split || rewrite.had_horovod {
@@ -57,6 +64,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             scale_rates_set_by_callback(rewrite, class);
         }
     }
+    warn_rate_setting_callbacks_elsewhere(rewrite);
 }
 
 fn is_keras_callback(rewrite: &ModuleRewrite, class: &ast::StmtClassDef) -> bool {
@@ -69,40 +77,39 @@ fn is_keras_callback(rewrite: &ModuleRewrite, class: &ast::StmtClassDef) -> bool
     })
 }
 
-/// Whether an expression names an optimizer's rate (`self.model.optimizer.lr`).
-fn names_learning_rate(rewrite: &ModuleRewrite, target: &Expr) -> bool {
-    let text = rewrite.expression_text(target);
-    text.contains("optimizer") && (text.ends_with(".lr") || text.ends_with(".learning_rate"))
+/// Whether an expression names an optimizer's rate (`self.model.optimizer.lr`);
+/// `text` is the source of its module.
+fn names_learning_rate(text: &str, target: &Expr) -> bool {
+    let target = &text[span(target)];
+    target.contains("optimizer") && (target.ends_with(".lr") || target.ends_with(".learning_rate"))
 }
 
 /// The values a callback's method sets the optimizer's rate to:
 /// `set_value(<rate>, value)`, `<rate>.assign(value)`, `<rate> = value`.
-fn rates_set<'a>(rewrite: &ModuleRewrite, body: &'a [Stmt]) -> Vec<&'a Expr> {
+fn rates_set<'a>(text: &str, body: &'a [Stmt]) -> Vec<&'a Expr> {
     let mut values = Vec::new();
     crate::analysis::walk::for_each_statement(body, false, &mut |stmt| {
         if let Stmt::Assign(assign) = stmt
             && assign
                 .targets
                 .iter()
-                .any(|target| names_learning_rate(rewrite, target))
+                .any(|target| names_learning_rate(text, target))
         {
             values.push(assign.value.as_ref());
         }
         for call in crate::analysis::walk::calls_in_statement(stmt) {
-            let Expr::Attribute(attribute) = call.func.as_ref() else {
-                if let (Expr::Name(name), [target, value]) = (call.func.as_ref(), &call.args[..])
-                    && name.id.as_str() == "set_value"
-                    && names_learning_rate(rewrite, target)
-                {
-                    values.push(value);
+            let (method, receiver) = match call.func.as_ref() {
+                Expr::Attribute(attribute) => {
+                    (attribute.attr.as_str(), Some(attribute.value.as_ref()))
                 }
-                continue;
+                Expr::Name(name) => (name.id.as_str(), None),
+                _ => continue,
             };
-            match (attribute.attr.as_str(), &call.args[..]) {
-                ("set_value", [target, value]) if names_learning_rate(rewrite, target) => {
+            match (method, &call.args[..], receiver) {
+                ("set_value", [target, value], _) if names_learning_rate(text, target) => {
                     values.push(value);
                 }
-                ("assign", [value]) if names_learning_rate(rewrite, &attribute.value) => {
+                ("assign", [value], Some(rate)) if names_learning_rate(text, rate) => {
                     values.push(value);
                 }
                 _ => {}
@@ -112,37 +119,91 @@ fn rates_set<'a>(rewrite: &ModuleRewrite, body: &'a [Stmt]) -> Vec<&'a Expr> {
     values
 }
 
-/// Multiplies the absolute rates a callback class sets by the number of
-/// workers, method by method; a method that also reads the current rate
-/// (`get_value`, or naming the rate more often than it sets it) is left.
-fn scale_rates_set_by_callback(rewrite: &mut ModuleRewrite, class: &ast::StmtClassDef) {
-    let size = rewrite.horovod_call("size");
+/// The absolute rates a callback class sets, method by method: a method
+/// that also reads the current rate (`get_value`, or naming the rate more
+/// often than it sets it) is relative to it and left out.
+fn absolute_rates_set<'a>(text: &str, class: &'a ast::StmtClassDef) -> Vec<&'a Expr> {
+    let mut absolute = Vec::new();
     for stmt in &class.body {
         let Stmt::FunctionDef(method) = stmt else {
             continue;
         };
-        let values = rates_set(rewrite, &method.body);
-        if values.is_empty() {
+        let values = rates_set(text, &method.body);
+        let source = &text[span(stmt)];
+        let mentions = source.matches("optimizer.lr").count()
+            + source.matches("optimizer.learning_rate").count();
+        if values.is_empty() || source.contains("get_value") || mentions > values.len() {
             continue;
         }
-        let text = rewrite.source(span(stmt));
-        let mentions =
-            text.matches("optimizer.lr").count() + text.matches("optimizer.learning_rate").count();
-        if text.contains("get_value") || mentions > values.len() {
+        absolute.extend(values);
+    }
+    absolute
+}
+
+/// Multiplies the absolute rates a callback class of the module sets by the
+/// number of workers.
+fn scale_rates_set_by_callback(rewrite: &mut ModuleRewrite, class: &ast::StmtClassDef) {
+    let size = rewrite.horovod_call("size");
+    for value in absolute_rates_set(rewrite.text, class) {
+        if rewrite.uses_worker_count(value) {
             continue;
         }
-        for value in values {
-            if rewrite.uses_worker_count(value) {
+        let scaled = format!("({}) * {size}", rewrite.expression_text(value));
+        rewrite.diagnose(
+            Diagnostic::new(
+                RATE_CHANGER_SCALED,
+                span(value),
+                format!("this callback sets the learning rate to absolute values, which would undo the scaled rate: they are multiplied by {size}"),
+            )
+            .with_fix(vec![Edit::replacement(span(value), scaled)]),
+        );
+    }
+}
+
+/// A callback class of another package module, constructed here, that sets
+/// absolute rates: that module is not rewritten, so say where to scale.
+fn warn_rate_setting_callbacks_elsewhere(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let package = rewrite.analysis.package;
+    for scope in &module.scopes {
+        for site in &scope.facts.calls {
+            let Some(callee) = rewrite.callee(scope, &site.call.func) else {
+                continue;
+            };
+            let Some((module_name, class_name)) = callee.rsplit_once('.') else {
+                continue;
+            };
+            let Some(defining) = package.module(module_name) else {
+                continue;
+            };
+            // A module with training sites of its own is rewritten: its
+            // callback classes get their rates scaled there.
+            let rewritten_too = rewrite
+                .analysis
+                .modules
+                .iter()
+                .any(|other| other.module.name == defining.name && !other.sites.is_empty());
+            if defining.name == module.module.name || rewritten_too {
                 continue;
             }
-            let scaled = format!("({}) * {size}", rewrite.expression_text(value));
+            let Some(Stmt::ClassDef(class)) = defining.definition(class_name) else {
+                continue;
+            };
+            let Some(first) = absolute_rates_set(&defining.source.text, class)
+                .into_iter()
+                .next()
+            else {
+                continue;
+            };
+            let line = defining.source.location(span(first).start).line;
+            let size = rewrite.horovod_call("size");
             rewrite.diagnose(
                 Diagnostic::new(
-                    RATE_CHANGER_SCALED,
-                    span(value),
-                    format!("this callback sets the learning rate to absolute values, which would undo the scaled rate: they are multiplied by {size}"),
+                    RATE_CHANGER_ELSEWHERE,
+                    span(site.call),
+                    format!("`{class_name}` ({}:{line}) sets the learning rate to absolute values, which undoes its scaling by {size}: it is in a module the rewrite does not change", defining.source.relative_path),
                 )
-                .with_fix(vec![Edit::replacement(span(value), scaled)]),
+                .with_suggestion(format!("multiply the rates `{class_name}` sets by `{size}`, as the optimizer's rate is")),
             );
         }
     }
