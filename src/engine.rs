@@ -6,8 +6,9 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use crate::analysis::library;
-use crate::analysis::package::{FileProblem, Package};
+use crate::analysis::package::{FileProblem, Package, ReadFile, enclosing_packages, read_files};
 use crate::analysis::training::Analysis;
+use crate::cache::{RequestInputs, RunCache};
 use crate::diagnostics::Severity;
 use crate::python::edit::{Edit, apply_edits};
 use crate::python::notebook::CellChange;
@@ -93,6 +94,9 @@ pub struct RunRequest {
     /// (a training script whose model module changed).
     pub expand_scope_to_dependents: bool,
     pub config: Config,
+    /// Read and write the result cache (`crate::cache`); off by default,
+    /// the command line turns it on unless `--no-cache`.
+    pub use_cache: bool,
 }
 
 /// Runs the whole pipeline on a package.
@@ -100,8 +104,45 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     let (mut files, mut discovery_problems) = discover_python_files(&request.root);
     files.retain(|file| request.config.selects(file));
     discovery_problems.retain(|problem| request.config.selects(&problem.relative_path));
+    let read = read_files(&request.root, &files);
+    let cache = request.use_cache.then(|| {
+        let inputs = RequestInputs {
+            root: &request.root,
+            scope: request.scope.as_ref(),
+            expand_scope_to_dependents: request.expand_scope_to_dependents,
+            config_file: request.config.source.as_deref(),
+            enclosing_packages: &enclosing_packages(&request.root),
+        };
+        RunCache::new(&inputs, &read)
+    });
+    let mut outcome = match cache.as_ref().and_then(RunCache::load) {
+        Some(outcome) => outcome,
+        None => {
+            let outcome = analyse_and_rewrite(request, read);
+            if let Some(cache) = &cache {
+                cache.store(&outcome);
+            }
+            outcome
+        }
+    };
+    if let Some(scope) = &request.scope {
+        discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
+    }
+    outcome.problems.extend(discovery_problems);
+    outcome
+        .problems
+        .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
+    outcome
+}
+
+/// Parses and analyses the files read, and rewrites the training modules in
+/// scope (what the cache stores).
+fn analyse_and_rewrite(
+    request: &RunRequest,
+    read: Vec<Result<ReadFile, FileProblem>>,
+) -> RunOutcome {
     let always_parse = request.scope.clone().unwrap_or_default();
-    let package = Package::load(&request.root, &files, &always_parse);
+    let package = Package::from_read_files(&request.root, read, &always_parse);
     let options = RuleOptions {
         shard_datasets: request.config.shard_datasets,
         warmup_epochs: request.config.warmup_epochs,
@@ -116,15 +157,10 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     });
     let mut outcome = rewrite_in_scope(&analysis, scope.as_ref(), options, &request.config);
     if let Some(scope) = &scope {
-        discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
         outcome
             .problems
             .retain(|problem| scope.contains(&problem.relative_path));
     }
-    outcome.problems.extend(discovery_problems);
-    outcome
-        .problems
-        .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
     outcome
 }
 

@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+
+use rustc_hash::FxHashMap;
 
 use rayon::prelude::*;
 use rustpython_parser::ast::{self, Stmt};
@@ -79,7 +81,7 @@ impl Module {
 }
 
 /// A file that could not be analysed, or that had nothing to analyse.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FileProblem {
     pub relative_path: String,
     pub kind: FileProblemKind,
@@ -124,7 +126,7 @@ impl FileProblem {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum FileProblemKind {
     Error(LoadError),
     /// A notebook that could not be read, or whose cells do not parse.
@@ -152,7 +154,17 @@ pub struct Package {
     pub problems: Vec<FileProblem>,
     /// Every module name of the package, parsed or not.
     pub module_names: ModuleIndex,
-    by_name: HashMap<String, usize>,
+    by_name: FxHashMap<String, usize>,
+    /// `final_name` and `is_subclass` answers: the package does not change
+    /// once loaded, and rules ask the same questions of every call.
+    memo: Memo,
+}
+
+/// Answers already computed, shared by the threads analysing modules.
+#[derive(Debug, Default)]
+struct Memo {
+    final_names: RwLock<FxHashMap<String, String>>,
+    subclasses: RwLock<FxHashMap<(String, String), bool>>,
 }
 
 /// Words a file must contain to possibly matter: a file that mentions none of
@@ -163,7 +175,7 @@ const RELEVANT_WORDS: &[&str] = &["tensorflow", "keras", "horovod"];
 /// The packages enclosing the root: when the root itself has an
 /// `__init__.py`, its name (and its parents' while they have one) prefix every
 /// module name, as Python would see them.
-fn enclosing_packages(root: &Path) -> Vec<String> {
+pub fn enclosing_packages(root: &Path) -> Vec<String> {
     let mut prefix = Vec::new();
     let mut directory = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     while directory.join("__init__.py").is_file() {
@@ -203,11 +215,12 @@ fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, b
     (name.join("."), is_package_init)
 }
 
-struct ReadFile {
-    relative_path: String,
-    path: PathBuf,
-    text: String,
-    notebook: Option<Arc<Notebook>>,
+/// A file read and decoded (a notebook's code cells as one module's text).
+pub struct ReadFile {
+    pub relative_path: String,
+    pub path: PathBuf,
+    pub text: String,
+    pub notebook: Option<Arc<Notebook>>,
 }
 
 /// Whether a file mentions an ML library, so may matter to the rewrite.
@@ -216,7 +229,7 @@ fn mentions_relevant_word(file: &ReadFile) -> bool {
 }
 
 /// Reads and decodes every file in parallel, in the given order.
-fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile, FileProblem>> {
+pub fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile, FileProblem>> {
     relative_paths
         .par_iter()
         .map(|relative_path| {
@@ -439,12 +452,21 @@ impl Package {
     /// matter, in parallel, and builds module bindings. `always_parse` files are
     /// parsed even when they mention no ML library (files the user named).
     pub fn load(root: &Path, relative_paths: &[String], always_parse: &HashSet<String>) -> Package {
+        Package::from_read_files(root, read_files(root, relative_paths), always_parse)
+    }
+
+    /// The package of files already read (`read_files`), parsing those that can matter.
+    pub fn from_read_files(
+        root: &Path,
+        read: Vec<Result<ReadFile, FileProblem>>,
+        always_parse: &HashSet<String>,
+    ) -> Package {
         let mut package = Package {
             root: root.to_path_buf(),
             ..Package::default()
         };
         let mut files = Vec::new();
-        for result in read_files(root, relative_paths) {
+        for result in read {
             match result {
                 Ok(file) => files.push(file),
                 Err(problem) => package.problems.push(problem),
@@ -554,7 +576,12 @@ impl Package {
     /// The canonical name a symbol finally stands for: a package class or
     /// function as `module.Name`, a library object by its canonical name.
     pub fn final_name(&self, qualified: &str) -> String {
-        self.final_name_bounded(qualified, 0)
+        if let Some(name) = read(&self.memo.final_names).get(qualified) {
+            return name.clone();
+        }
+        let name = self.final_name_bounded(qualified, 0);
+        write(&self.memo.final_names).insert(qualified.to_string(), name.clone());
+        name
     }
 
     fn final_name_bounded(&self, qualified: &str, depth: usize) -> String {
@@ -594,8 +621,14 @@ impl Package {
     /// Whether the class named `qualified` is `ancestor` or derives from it,
     /// through any number of package classes across files (the class hierarchy).
     pub fn is_subclass(&self, qualified: &str, ancestor: &str) -> bool {
+        let key = (qualified.to_string(), ancestor.to_string());
+        if let Some(&answer) = read(&self.memo.subclasses).get(&key) {
+            return answer;
+        }
         let mut visited = HashSet::new();
-        self.is_subclass_bounded(qualified, ancestor, &mut visited)
+        let answer = self.is_subclass_bounded(qualified, ancestor, &mut visited);
+        write(&self.memo.subclasses).insert(key, answer);
+        answer
     }
 
     fn is_subclass_bounded(
@@ -623,6 +656,17 @@ impl Package {
             .iter()
             .any(|base| self.is_subclass_bounded(base, ancestor, visited))
     }
+}
+
+/// A memo table for reading (a poisoned lock still holds valid answers).
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The parent, in the library, of a library class the rules know.

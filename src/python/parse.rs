@@ -17,7 +17,7 @@ const MAX_BRACKET_DEPTH: usize = 200;
 const MAX_INDENT_DEPTH: usize = 100;
 
 /// Why a file could not be analysed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum LoadError {
     #[error("cannot read file: {0}")]
     Unreadable(String),

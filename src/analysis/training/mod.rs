@@ -26,7 +26,9 @@ pub use scopes::{called_functions, callee_name, calls_in_scope, find_call};
 pub use sites::is_gradient_tape_call;
 
 /// The training API a module uses: the ones this engine knows how to rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum TrainingPattern {
     /// `model.compile(...)` + `model.fit(...)`.
     Keras,
