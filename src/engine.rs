@@ -5,6 +5,9 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use crate::analysis::library;
 use crate::analysis::package::{FileProblem, Package, ReadFile, enclosing_packages, read_files};
 use crate::analysis::training::Analysis;
@@ -171,14 +174,22 @@ fn analyse_and_rewrite(
 /// A changed data utility does not pull the training script in.
 pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> HashSet<String> {
     let package = analysis.package;
+    // Indexed once: a scope can hold every file of the package.
+    let module_of_path: FxHashMap<&str, &crate::analysis::package::Module> = package
+        .modules
+        .iter()
+        .map(|module| (module.source.relative_path.as_str(), module))
+        .collect();
+    let modules_with_relevant_functions: FxHashSet<&str> = analysis
+        .functions
+        .values()
+        .filter(|summary| summary.returns_model || !summary.reaches.is_empty())
+        .map(|summary| summary.module.as_str())
+        .collect();
     let decisive: HashSet<String> = scope
         .iter()
         .filter(|relative_path| {
-            let Some(module) = package
-                .modules
-                .iter()
-                .find(|module| &module.source.relative_path == *relative_path)
-            else {
+            let Some(module) = module_of_path.get(relative_path.as_str()) else {
                 return false;
             };
             let defines_relevant_class = module.body.iter().any(|stmt| {
@@ -195,10 +206,8 @@ pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> Has
                 .iter()
                 .any(|ancestor| package.is_subclass(&name, ancestor))
             });
-            let defines_relevant_function = analysis.functions.values().any(|summary| {
-                summary.module == module.name
-                    && (summary.returns_model || !summary.reaches.is_empty())
-            });
+            let defines_relevant_function =
+                modules_with_relevant_functions.contains(module.name.as_str());
             defines_relevant_class || defines_relevant_function
         })
         .cloned()
@@ -216,34 +225,45 @@ pub fn rewrite_in_scope(
     config: &Config,
 ) -> RunOutcome {
     let package = analysis.package;
-    let mut modules = Vec::new();
-    for module in &analysis.modules {
-        let source = &module.module.source;
-        if scope.is_some_and(|scope| !scope.contains(&source.relative_path)) {
-            continue;
-        }
-        let Some(mut result) = rewrite_module(analysis, module, options) else {
-            continue;
-        };
-        // Per-code severity from the configuration; `off` drops the
-        // diagnostic and the edits it explains.
-        result
-            .diagnostics
-            .retain_mut(|diagnostic| match config.severity_of(diagnostic.code) {
-                Some(severity) => {
-                    if config.severity.contains_key(&diagnostic.code) {
-                        diagnostic.severity = severity;
-                    }
-                    true
-                }
-                None => false,
-            });
-        modules.push(verify(source, result));
-    }
+    // Modules are rewritten and verified in parallel, in the analysis' order.
+    let modules = analysis
+        .modules
+        .par_iter()
+        .filter_map(|module| rewrite_and_verify(analysis, module, scope, options, config))
+        .collect();
     RunOutcome {
         modules,
         problems: package.problems.clone(),
     }
+}
+
+/// The verified rewrite of one module in scope, if the rules rewrite it.
+fn rewrite_and_verify(
+    analysis: &Analysis,
+    module: &crate::analysis::training::ModuleAnalysis,
+    scope: Option<&HashSet<String>>,
+    options: RuleOptions,
+    config: &Config,
+) -> Option<ModuleOutcome> {
+    let source = &module.module.source;
+    if scope.is_some_and(|scope| !scope.contains(&source.relative_path)) {
+        return None;
+    }
+    let mut result = rewrite_module(analysis, module, options)?;
+    // Per-code severity from the configuration; `off` drops the
+    // diagnostic and the edits it explains.
+    result
+        .diagnostics
+        .retain_mut(|diagnostic| match config.severity_of(diagnostic.code) {
+            Some(severity) => {
+                if config.severity.contains_key(&diagnostic.code) {
+                    diagnostic.severity = severity;
+                }
+                true
+            }
+            None => false,
+        });
+    Some(verify(source, result))
 }
 
 fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> ModuleOutcome {

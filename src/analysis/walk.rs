@@ -62,10 +62,50 @@ pub fn for_each_statement<'a>(
     for stmt in body {
         visit(stmt);
         if enter_scopes || !is_scope(stmt) {
-            for nested in nested_bodies(stmt) {
-                for_each_statement(nested, enter_scopes, visit);
-            }
+            for_each_nested_body(stmt, &mut |nested| {
+                for_each_statement(nested, enter_scopes, visit)
+            });
         }
+    }
+}
+
+/// Visits the statement lists nested directly in `stmt`, as `nested_bodies`
+/// lists them, without collecting them (walks run over every statement).
+fn for_each_nested_body<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(&'a [Stmt])) {
+    let mut visit_try = |body: &'a [Stmt],
+                         handlers: &'a [ast::ExceptHandler],
+                         orelse: &'a [Stmt],
+                         finalbody: &'a [Stmt]| {
+        visit(body);
+        for handler in handlers {
+            let ast::ExceptHandler::ExceptHandler(handler) = handler;
+            visit(&handler.body);
+        }
+        visit(orelse);
+        visit(finalbody);
+    };
+    match stmt {
+        Stmt::Try(node) => visit_try(&node.body, &node.handlers, &node.orelse, &node.finalbody),
+        Stmt::TryStar(node) => visit_try(&node.body, &node.handlers, &node.orelse, &node.finalbody),
+        Stmt::Match(node) => node.cases.iter().for_each(|case| visit(&case.body)),
+        Stmt::FunctionDef(function) => visit(&function.body),
+        Stmt::AsyncFunctionDef(function) => visit(&function.body),
+        Stmt::ClassDef(class) => visit(&class.body),
+        Stmt::For(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::AsyncFor(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::While(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::If(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::With(node) => visit(&node.body),
+        Stmt::AsyncWith(node) => visit(&node.body),
+        _ => {}
     }
 }
 
@@ -224,8 +264,74 @@ fn walk_expression_bounded<'a>(expr: &'a Expr, visit: &mut dyn FnMut(&'a Expr), 
         return;
     }
     visit(expr);
-    for child in child_expressions(expr) {
-        walk_expression_bounded(child, visit, depth + 1);
+    for_each_child_expression(expr, &mut |child| {
+        walk_expression_bounded(child, visit, depth + 1)
+    });
+}
+
+/// Visits the direct sub-expressions of `expr` in `child_expressions`'
+/// order, without collecting them (every walk visits every expression).
+fn for_each_child_expression<'a>(expr: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
+    let all = |expressions: &'a [Expr], visit: &mut dyn FnMut(&'a Expr)| {
+        expressions.iter().for_each(&mut *visit)
+    };
+    match expr {
+        Expr::BoolOp(node) => all(&node.values, visit),
+        Expr::NamedExpr(node) => {
+            visit(&node.target);
+            visit(&node.value);
+        }
+        Expr::BinOp(node) => {
+            visit(&node.left);
+            visit(&node.right);
+        }
+        Expr::UnaryOp(node) => visit(&node.operand),
+        Expr::Lambda(node) => visit(&node.body),
+        Expr::IfExp(node) => {
+            visit(&node.test);
+            visit(&node.body);
+            visit(&node.orelse);
+        }
+        Expr::Dict(node) => {
+            node.keys.iter().flatten().for_each(&mut *visit);
+            all(&node.values, visit);
+        }
+        Expr::Set(node) => all(&node.elts, visit),
+        Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::GeneratorExp(_) => {
+            child_expressions(expr).into_iter().for_each(visit)
+        }
+        Expr::Compare(node) => {
+            visit(&node.left);
+            all(&node.comparators, visit);
+        }
+        Expr::Call(node) => {
+            visit(&node.func);
+            all(&node.args, visit);
+            node.keywords
+                .iter()
+                .for_each(|keyword| visit(&keyword.value));
+        }
+        Expr::Await(node) => visit(&node.value),
+        Expr::Yield(node) => node.value.iter().for_each(|value| visit(value)),
+        Expr::YieldFrom(node) => visit(&node.value),
+        Expr::FormattedValue(node) => {
+            visit(&node.value);
+            node.format_spec.iter().for_each(|spec| visit(spec));
+        }
+        Expr::JoinedStr(node) => all(&node.values, visit),
+        Expr::Attribute(node) => visit(&node.value),
+        Expr::Subscript(node) => {
+            visit(&node.value);
+            visit(&node.slice);
+        }
+        Expr::Starred(node) => visit(&node.value),
+        Expr::List(node) => all(&node.elts, visit),
+        Expr::Tuple(node) => all(&node.elts, visit),
+        Expr::Slice(node) => [&node.lower, &node.upper, &node.step]
+            .into_iter()
+            .filter_map(|part| part.as_deref())
+            .for_each(visit),
+        Expr::Constant(_) | Expr::Name(_) => {}
     }
 }
 
