@@ -138,7 +138,10 @@ impl RunCache {
                 Err(_) => key.update(b"absent"),
             }
         }
-        let file_hashes: Vec<u64> = files.par_iter().map(file_hash).collect();
+        // Each hash covers its file's path: sorted, the key does not depend
+        // on the order the directory walk met the files.
+        let mut file_hashes: Vec<u64> = files.par_iter().map(file_hash).collect();
+        file_hashes.sort_unstable();
         for hash in file_hashes {
             key.update(&hash.to_le_bytes());
         }
