@@ -345,12 +345,33 @@ pub fn walk_statement_expressions<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(&'a 
 /// Every call expression in `stmt` itself (not in nested statements).
 pub fn calls_in_statement(stmt: &Stmt) -> Vec<&ast::ExprCall> {
     let mut calls = Vec::new();
-    walk_statement_expressions(stmt, &mut |expr| {
-        if let Expr::Call(call) = expr {
-            calls.push(call);
-        }
-    });
+    for expr in own_expressions(stmt) {
+        collect_calls(expr, &mut calls, 0);
+    }
     calls
+}
+
+/// The calls in `expr`, outermost first, as `walk_expression` meets them:
+/// the walk every analysis step repeats, so without a visitor per node.
+fn collect_calls<'a>(expr: &'a Expr, calls: &mut Vec<&'a ast::ExprCall>, depth: usize) {
+    if depth > MAX_EXPRESSION_DEPTH {
+        return;
+    }
+    match expr {
+        Expr::Constant(_) | Expr::Name(_) => {}
+        Expr::Attribute(node) => collect_calls(&node.value, calls, depth + 1),
+        Expr::Call(call) => {
+            calls.push(call);
+            collect_calls(&call.func, calls, depth + 1);
+            for argument in &call.args {
+                collect_calls(argument, calls, depth + 1);
+            }
+            for keyword in &call.keywords {
+                collect_calls(&keyword.value, calls, depth + 1);
+            }
+        }
+        _ => for_each_child_expression(expr, &mut |child| collect_calls(child, calls, depth + 1)),
+    }
 }
 
 /// The dotted text of a name or attribute chain (`a.b.c`), if it is one.
@@ -406,6 +427,36 @@ pub fn mentions_name_outside_calls(body: &[Stmt], name: &str) -> bool {
 
 /// Statements from `body` down to `target`: the chain of enclosing statements.
 pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
+    if target.is_empty() {
+        return path_to_by_scanning(body, target);
+    }
+    // Statements of a body are ordered and disjoint: only the last one
+    // starting at or before the target can be it or hold it (a linear scan
+    // made a module of many statements quadratic).
+    let index = body
+        .partition_point(|stmt| crate::python::parse::span(stmt).start <= target.start)
+        .checked_sub(1)?;
+    let stmt = &body[index];
+    let range = crate::python::parse::span(stmt);
+    if range == *target {
+        return Some(vec![stmt]);
+    }
+    if range.start <= target.start && target.end <= range.end {
+        for nested in nested_bodies(stmt) {
+            if let Some(mut path) = path_to(nested, target) {
+                path.insert(0, stmt);
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// `path_to` for an empty range, which several statements may hold.
+fn path_to_by_scanning<'a>(
+    body: &'a [Stmt],
+    target: &std::ops::Range<usize>,
+) -> Option<Vec<&'a Stmt>> {
     for stmt in body {
         let range = crate::python::parse::span(stmt);
         if range == *target {
@@ -413,7 +464,7 @@ pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<
         }
         if range.start <= target.start && target.end <= range.end {
             for nested in nested_bodies(stmt) {
-                if let Some(mut path) = path_to(nested, target) {
+                if let Some(mut path) = path_to_by_scanning(nested, target) {
                     path.insert(0, stmt);
                     return Some(path);
                 }
