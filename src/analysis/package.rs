@@ -269,6 +269,9 @@ pub fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile
         .collect()
 }
 
+/// A parsed file's module and the package modules it imports (to parse next).
+type ParsedFile = (Module, Vec<String>);
+
 /// The read files, their module names, and which of them are parsed so far.
 struct Loader<'f> {
     files: &'f [ReadFile],
@@ -355,21 +358,30 @@ impl<'f> Loader<'f> {
         for &index in wanted {
             self.parsed[index] = true;
         }
-        let results: Vec<(usize, Result<Vec<Stmt>, LoadError>)> = wanted
+        // Parsing, bindings and the imports to follow, per file in parallel.
+        let loader = &*self;
+        let module_names = &package.module_names;
+        let results: Vec<(usize, Result<ParsedFile, LoadError>)> = wanted
             .par_iter()
             .map(|&index| {
-                let file = &self.files[index];
-                (index, parse_module(&file.text, &file.relative_path))
+                let file = &loader.files[index];
+                let result = parse_module(&file.text, &file.relative_path).map(|body| {
+                    let module = loader.module(index, body, module_names);
+                    let imports = if loader.follows_imports[index] {
+                        imported_package_modules(&module, module_names)
+                    } else {
+                        Vec::new()
+                    };
+                    (module, imports)
+                });
+                (index, result)
             })
             .collect();
         let mut next = Vec::new();
         for (index, result) in results {
             match result {
-                Ok(body) => {
-                    let module = self.module(index, body, &package.module_names);
-                    if self.follows_imports[index] {
-                        self.queue_imports(&module, &package.module_names, &mut next);
-                    }
+                Ok((module, imports)) => {
+                    self.queue_imports(&imports, &mut next);
                     package.modules.push(module);
                 }
                 Err(error) => package.problems.push(FileProblem {
@@ -378,6 +390,8 @@ impl<'f> Loader<'f> {
                 }),
             }
         }
+        next.sort_unstable();
+        next.dedup();
         next
     }
 
@@ -414,16 +428,10 @@ impl<'f> Loader<'f> {
 
     /// Adds to `next` the package modules a module imports that are not parsed
     /// yet; their own imports are followed in turn.
-    fn queue_imports(
-        &mut self,
-        module: &Module,
-        module_names: &ModuleIndex,
-        next: &mut Vec<usize>,
-    ) {
-        for imported in imported_package_modules(module, module_names) {
+    fn queue_imports(&mut self, imports: &[String], next: &mut Vec<usize>) {
+        for imported in imports {
             if let Some(&other) = self.index_of_name.get(imported.as_str())
                 && !self.parsed[other]
-                && !next.contains(&other)
             {
                 self.follows_imports[other] = true;
                 next.push(other);
@@ -501,10 +509,15 @@ impl Package {
     /// The given files plus every parsed module that imports one of them,
     /// transitively (a training script importing a changed model module).
     pub fn with_dependents(&self, files: &HashSet<String>) -> HashSet<String> {
+        let imports_per_module: Vec<Vec<String>> = self
+            .modules
+            .par_iter()
+            .map(|module| imported_package_modules(module, &self.module_names))
+            .collect();
         let mut importers: HashMap<&str, Vec<&Module>> = HashMap::new();
-        for module in &self.modules {
-            for imported in imported_package_modules(module, &self.module_names) {
-                if let Some(target) = self.module(&imported) {
+        for (module, imports) in self.modules.iter().zip(&imports_per_module) {
+            for imported in imports {
+                if let Some(target) = self.module(imported) {
                     importers
                         .entry(target.source.relative_path.as_str())
                         .or_default()
