@@ -54,6 +54,9 @@ pub struct GithubArguments {
     /// bot reports on the pull request instead of failing the job).
     #[arg(long, value_enum, default_value_t = FailOn::Never)]
     pub fail_on: FailOn,
+    /// Neither read nor write the result cache (`.distribute_cache/` at the package root).
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,6 +82,10 @@ pub struct Options {
     /// Exit 1 when a diagnostic of at least this severity exists.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+    /// Neither read nor write the result cache (`.distribute_cache/` at the package root,
+    /// or DISTRIBUTE_CACHE_DIR).
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -123,6 +130,7 @@ pub fn run(arguments: Arguments) -> Result<i32> {
                 root: github.root.clone(),
                 config: github.config.clone(),
                 fail_on: github.fail_on.threshold(),
+                use_cache: !github.no_cache,
             });
         }
     };
@@ -214,6 +222,7 @@ fn build_request(options: &Options) -> Result<RunRequest> {
         scope,
         expand_scope_to_dependents: true,
         config,
+        use_cache: !options.no_cache,
     })
 }
 

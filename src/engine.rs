@@ -5,9 +5,13 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use crate::analysis::library;
-use crate::analysis::package::{FileProblem, Package};
+use crate::analysis::package::{FileProblem, Package, ReadFile, enclosing_packages, read_files};
 use crate::analysis::training::Analysis;
+use crate::cache::{RequestInputs, RunCache};
 use crate::diagnostics::Severity;
 use crate::python::edit::{Edit, apply_edits};
 use crate::python::notebook::CellChange;
@@ -93,6 +97,9 @@ pub struct RunRequest {
     /// (a training script whose model module changed).
     pub expand_scope_to_dependents: bool,
     pub config: Config,
+    /// Read and write the result cache (`crate::cache`); off by default,
+    /// the command line turns it on unless `--no-cache`.
+    pub use_cache: bool,
 }
 
 /// Runs the whole pipeline on a package.
@@ -100,8 +107,45 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     let (mut files, mut discovery_problems) = discover_python_files(&request.root);
     files.retain(|file| request.config.selects(file));
     discovery_problems.retain(|problem| request.config.selects(&problem.relative_path));
+    let read = read_files(&request.root, &files);
+    let cache = request.use_cache.then(|| {
+        let inputs = RequestInputs {
+            root: &request.root,
+            scope: request.scope.as_ref(),
+            expand_scope_to_dependents: request.expand_scope_to_dependents,
+            config_file: request.config.source.as_deref(),
+            enclosing_packages: &enclosing_packages(&request.root),
+        };
+        RunCache::new(&inputs, &read)
+    });
+    let mut outcome = match cache.as_ref().and_then(RunCache::load) {
+        Some(outcome) => outcome,
+        None => {
+            let outcome = analyse_and_rewrite(request, read);
+            if let Some(cache) = &cache {
+                cache.store(&outcome);
+            }
+            outcome
+        }
+    };
+    if let Some(scope) = &request.scope {
+        discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
+    }
+    outcome.problems.extend(discovery_problems);
+    outcome
+        .problems
+        .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
+    outcome
+}
+
+/// Parses and analyses the files read, and rewrites the training modules in
+/// scope (what the cache stores).
+fn analyse_and_rewrite(
+    request: &RunRequest,
+    read: Vec<Result<ReadFile, FileProblem>>,
+) -> RunOutcome {
     let always_parse = request.scope.clone().unwrap_or_default();
-    let package = Package::load(&request.root, &files, &always_parse);
+    let package = Package::from_read_files(&request.root, read, &always_parse);
     let options = RuleOptions {
         shard_datasets: request.config.shard_datasets,
         warmup_epochs: request.config.warmup_epochs,
@@ -116,15 +160,10 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     });
     let mut outcome = rewrite_in_scope(&analysis, scope.as_ref(), options, &request.config);
     if let Some(scope) = &scope {
-        discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
         outcome
             .problems
             .retain(|problem| scope.contains(&problem.relative_path));
     }
-    outcome.problems.extend(discovery_problems);
-    outcome
-        .problems
-        .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
     outcome
 }
 
@@ -135,14 +174,22 @@ pub fn run(request: &RunRequest) -> RunOutcome {
 /// A changed data utility does not pull the training script in.
 pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> HashSet<String> {
     let package = analysis.package;
+    // Indexed once: a scope can hold every file of the package.
+    let module_of_path: FxHashMap<&str, &crate::analysis::package::Module> = package
+        .modules
+        .iter()
+        .map(|module| (module.source.relative_path.as_str(), module))
+        .collect();
+    let modules_with_relevant_functions: FxHashSet<&str> = analysis
+        .functions
+        .values()
+        .filter(|summary| summary.returns_model || !summary.reaches.is_empty())
+        .map(|summary| summary.module.as_str())
+        .collect();
     let decisive: HashSet<String> = scope
         .iter()
         .filter(|relative_path| {
-            let Some(module) = package
-                .modules
-                .iter()
-                .find(|module| &module.source.relative_path == *relative_path)
-            else {
+            let Some(module) = module_of_path.get(relative_path.as_str()) else {
                 return false;
             };
             let defines_relevant_class = module.body.iter().any(|stmt| {
@@ -159,10 +206,8 @@ pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> Has
                 .iter()
                 .any(|ancestor| package.is_subclass(&name, ancestor))
             });
-            let defines_relevant_function = analysis.functions.values().any(|summary| {
-                summary.module == module.name
-                    && (summary.returns_model || !summary.reaches.is_empty())
-            });
+            let defines_relevant_function =
+                modules_with_relevant_functions.contains(module.name.as_str());
             defines_relevant_class || defines_relevant_function
         })
         .cloned()
@@ -180,34 +225,45 @@ pub fn rewrite_in_scope(
     config: &Config,
 ) -> RunOutcome {
     let package = analysis.package;
-    let mut modules = Vec::new();
-    for module in &analysis.modules {
-        let source = &module.module.source;
-        if scope.is_some_and(|scope| !scope.contains(&source.relative_path)) {
-            continue;
-        }
-        let Some(mut result) = rewrite_module(analysis, module, options) else {
-            continue;
-        };
-        // Per-code severity from the configuration; `off` drops the
-        // diagnostic and the edits it explains.
-        result
-            .diagnostics
-            .retain_mut(|diagnostic| match config.severity_of(diagnostic.code) {
-                Some(severity) => {
-                    if config.severity.contains_key(&diagnostic.code) {
-                        diagnostic.severity = severity;
-                    }
-                    true
-                }
-                None => false,
-            });
-        modules.push(verify(source, result));
-    }
+    // Modules are rewritten and verified in parallel, in the analysis' order.
+    let modules = analysis
+        .modules
+        .par_iter()
+        .filter_map(|module| rewrite_and_verify(analysis, module, scope, options, config))
+        .collect();
     RunOutcome {
         modules,
         problems: package.problems.clone(),
     }
+}
+
+/// The verified rewrite of one module in scope, if the rules rewrite it.
+fn rewrite_and_verify(
+    analysis: &Analysis,
+    module: &crate::analysis::training::ModuleAnalysis,
+    scope: Option<&HashSet<String>>,
+    options: RuleOptions,
+    config: &Config,
+) -> Option<ModuleOutcome> {
+    let source = &module.module.source;
+    if scope.is_some_and(|scope| !scope.contains(&source.relative_path)) {
+        return None;
+    }
+    let mut result = rewrite_module(analysis, module, options)?;
+    // Per-code severity from the configuration; `off` drops the
+    // diagnostic and the edits it explains.
+    result
+        .diagnostics
+        .retain_mut(|diagnostic| match config.severity_of(diagnostic.code) {
+            Some(severity) => {
+                if config.severity.contains_key(&diagnostic.code) {
+                    diagnostic.severity = severity;
+                }
+                true
+            }
+            None => false,
+        });
+    Some(verify(source, result))
 }
 
 fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> ModuleOutcome {

@@ -8,6 +8,7 @@
 //! -> act ([`cli`]).
 
 pub mod analysis;
+pub mod cache;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;

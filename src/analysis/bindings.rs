@@ -5,6 +5,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
@@ -37,34 +40,90 @@ pub enum BindingKind {
     Assumed,
 }
 
-/// A name-to-binding table for one scope.
+/// A name-to-binding table for one scope: its own names over those of the
+/// enclosing scope, which are shared, not copied (a module with thousands of
+/// imports and thousands of functions would otherwise copy its table into
+/// each function).
 #[derive(Debug, Clone, Default)]
 pub struct Bindings {
-    names: HashMap<String, Binding>,
+    /// Shared between clones; copied only when a clone binds a name.
+    names: Arc<FxHashMap<String, Binding>>,
+    /// The enclosing scope's bindings, seen where this scope binds nothing.
+    enclosing: Option<Arc<Bindings>>,
     /// Modules imported with `from M import *`.
     pub star_imports: Vec<String>,
 }
 
 impl Bindings {
-    pub fn get(&self, name: &str) -> Option<&Binding> {
-        self.names.get(name)
+    /// A scope's bindings, seeing the enclosing scope's.
+    fn nested_in(enclosing: &Bindings) -> Bindings {
+        let is_empty = enclosing.names.is_empty() && enclosing.enclosing.is_none();
+        Bindings {
+            names: Arc::default(),
+            star_imports: enclosing.star_imports.clone(),
+            enclosing: (!is_empty).then(|| Arc::new(enclosing.clone())),
+        }
     }
 
+    pub fn get(&self, name: &str) -> Option<&Binding> {
+        let mut bindings = self;
+        loop {
+            if let Some(binding) = bindings.names.get(name) {
+                return Some(binding);
+            }
+            bindings = bindings.enclosing.as_deref()?;
+        }
+    }
+
+    /// Every visible name once (a name bound here hides the enclosing scope's).
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Binding)> {
-        self.names.iter()
+        let mut layers = vec![self.names.as_ref()];
+        let mut enclosing = self.enclosing.as_deref();
+        while let Some(bindings) = enclosing {
+            layers.push(bindings.names.as_ref());
+            enclosing = bindings.enclosing.as_deref();
+        }
+        let shadowed = layers.clone();
+        layers
+            .into_iter()
+            .enumerate()
+            .flat_map(move |(depth, names)| {
+                let inner = shadowed[..depth].to_vec();
+                names
+                    .iter()
+                    .filter(move |(name, _)| !inner.iter().any(|layer| layer.contains_key(*name)))
+            })
     }
 
     pub fn insert(&mut self, name: &str, binding: Binding) {
-        self.names.insert(name.to_string(), binding);
+        Arc::make_mut(&mut self.names).insert(name.to_string(), binding);
     }
 
     /// The resolved dotted name of a name or attribute chain, as written (not canonical).
     pub fn resolve_raw(&self, expr: &Expr) -> Option<String> {
         match expr {
             Expr::Name(name) => self.get(name.id.as_str()).map(|b| b.qualified.clone()),
-            Expr::Attribute(attribute) => self
-                .resolve_raw(&attribute.value)
-                .map(|base| format!("{base}.{}", attribute.attr)),
+            Expr::Attribute(_) => {
+                // Built in one string, from the innermost name outwards.
+                let mut attributes = Vec::new();
+                let mut current = expr;
+                while let Expr::Attribute(attribute) = current {
+                    attributes.push(attribute.attr.as_str());
+                    current = &attribute.value;
+                }
+                let Expr::Name(name) = current else {
+                    return None;
+                };
+                let base = &self.get(name.id.as_str())?.qualified;
+                let length = base.len() + attributes.iter().map(|a| a.len() + 1).sum::<usize>();
+                let mut resolved = String::with_capacity(length);
+                resolved.push_str(base);
+                for attribute in attributes.iter().rev() {
+                    resolved.push('.');
+                    resolved.push_str(attribute);
+                }
+                Some(resolved)
+            }
             _ => None,
         }
     }
@@ -79,7 +138,6 @@ impl Bindings {
     /// module's own alias for tensorflow, for example.
     pub fn name_for(&self, qualified: &str) -> Option<&str> {
         let mut candidates: Vec<&String> = self
-            .names
             .iter()
             .filter(|(_, binding)| {
                 binding.kind != BindingKind::Assumed
@@ -93,7 +151,7 @@ impl Bindings {
 
     /// Whether any local name is bound (by any means) to `name`.
     pub fn is_bound(&self, name: &str) -> bool {
-        self.names.contains_key(name)
+        self.get(name).is_some()
     }
 }
 
@@ -285,7 +343,7 @@ fn dynamic_import_target(value: &Expr, bindings: &Bindings) -> Option<String> {
 /// nested functions or classes), dynamic imports of tensorflow, and aliases of
 /// tensorflow members assigned at this level.
 pub fn collect_bindings(body: &[Stmt], context: &ModuleContext, inherited: &Bindings) -> Bindings {
-    let mut bindings = inherited.clone();
+    let mut bindings = Bindings::nested_in(inherited);
     for_each_statement(body, false, &mut |stmt| {
         add_import_bindings(stmt, context, &mut bindings);
         if let Stmt::Assign(assign) = stmt

@@ -6,6 +6,8 @@
 //! runs.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 use rustpython_parser::ast::{self, CmpOp, Constant, Expr, Stmt};
@@ -256,18 +258,27 @@ fn add_rank_zero_classes(scopes: &[Scope], index: &mut SemanticIndex) {
     let Some(top_level) = scopes.first() else {
         return;
     };
+    // Calls of plain names, grouped by name once (a module can define
+    // thousands of classes and make millions of calls).
+    let mut calls_by_name: FxHashMap<&str, Vec<&CallSite>> = FxHashMap::default();
+    for site in scopes.iter().flat_map(|scope| &scope.facts.calls) {
+        if let Expr::Name(name) = site.call.func.as_ref() {
+            calls_by_name
+                .entry(name.id.as_str())
+                .or_default()
+                .push(site);
+        }
+    }
     for statement in &top_level.facts.statements {
         let Stmt::ClassDef(class) = statement else {
             continue;
         };
-        let mut made = scopes.iter().flat_map(|scope| &scope.facts.calls).filter(|site| {
-            matches!(site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == class.name.as_str())
-        });
-        let mut any = false;
-        let only_on_rank_zero = made.all(|site| {
-            any = true;
-            index.is_under_rank_zero(&span(site.statement))
-        });
+        let made = calls_by_name.get(class.name.as_str());
+        let any = made.is_some_and(|sites| !sites.is_empty());
+        let only_on_rank_zero = made
+            .into_iter()
+            .flatten()
+            .all(|site| index.is_under_rank_zero(&span(site.statement)));
         if any && only_on_rank_zero {
             index.rank_zero_blocks.push(vec![span(*statement)]);
         }

@@ -13,7 +13,7 @@ pub enum KerasGeneration {
 }
 
 /// Files a project pins its packages in, at its root.
-const REQUIREMENT_FILES: &[&str] = &[
+pub const REQUIREMENT_FILES: &[&str] = &[
     "requirements.txt",
     "requirements-dev.txt",
     "requirements_dev.txt",

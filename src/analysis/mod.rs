@@ -6,6 +6,7 @@ pub mod import_lines;
 pub mod index;
 pub mod keras_version;
 pub mod library;
+pub mod loader;
 pub mod package;
 pub mod training;
 pub mod walk;

@@ -1,19 +1,21 @@
-//! The analysed package: every module loaded and parsed once, module names,
+//! The analysed package: every module loaded and parsed once (`loader.rs`), module names,
 //! symbol resolution across modules (absolute and relative imports,
 //! `__init__.py` re-exports) and the class hierarchy.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::RwLock;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 use rustpython_parser::ast::{self, Stmt};
 
 use super::bindings::{Bindings, ModuleContext, ModuleIndex, collect_bindings};
-use super::import_lines;
 use super::library::{self, canonical_name};
-use crate::python::notebook::{Notebook, NotebookError};
-use crate::python::parse::{LoadError, decode, parse_module};
+use super::loader::Loader;
+pub use super::loader::{ReadFile, read_files};
+use crate::python::notebook::NotebookError;
+use crate::python::parse::LoadError;
 use crate::python::source::SourceFile;
 
 /// One parsed module of the package.
@@ -45,6 +47,29 @@ fn find_statement_starting_at(body: &[Stmt], start: usize) -> Option<&Stmt> {
 }
 
 impl Module {
+    /// A parsed module, with its top-level definitions indexed and its bindings.
+    pub(super) fn new(
+        name: String,
+        is_package_init: bool,
+        source: SourceFile,
+        body: Vec<Stmt>,
+        module_names: &ModuleIndex,
+    ) -> Module {
+        let mut module = Module {
+            name,
+            is_package_init,
+            source,
+            body,
+            bindings: Bindings::default(),
+            definitions: HashMap::new(),
+        };
+        module.index_definitions();
+        let context = module.context(module_names);
+        module.bindings = collect_bindings(&module.body, &context, &Bindings::default());
+        assume_unbound_tf(&mut module);
+        module
+    }
+
     /// A class or function defined at the top level (also inside top-level `if`/`try`).
     pub fn definition(&self, name: &str) -> Option<&Stmt> {
         let start = *self.definitions.get(name)?;
@@ -79,7 +104,7 @@ impl Module {
 }
 
 /// A file that could not be analysed, or that had nothing to analyse.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FileProblem {
     pub relative_path: String,
     pub kind: FileProblemKind,
@@ -124,7 +149,7 @@ impl FileProblem {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum FileProblemKind {
     Error(LoadError),
     /// A notebook that could not be read, or whose cells do not parse.
@@ -152,18 +177,23 @@ pub struct Package {
     pub problems: Vec<FileProblem>,
     /// Every module name of the package, parsed or not.
     pub module_names: ModuleIndex,
-    by_name: HashMap<String, usize>,
+    by_name: FxHashMap<String, usize>,
+    /// `final_name` and `is_subclass` answers: the package does not change
+    /// once loaded, and rules ask the same questions of every call.
+    memo: Memo,
 }
 
-/// Words a file must contain to possibly matter: a file that mentions none of
-/// them and that no such file imports needs no syntax tree (parsing every file
-/// of a large repository would be slow).
-const RELEVANT_WORDS: &[&str] = &["tensorflow", "keras", "horovod"];
+/// Answers already computed, shared by the threads analysing modules.
+#[derive(Debug, Default)]
+struct Memo {
+    final_names: RwLock<FxHashMap<String, String>>,
+    subclasses: RwLock<FxHashMap<(String, String), bool>>,
+}
 
 /// The packages enclosing the root: when the root itself has an
 /// `__init__.py`, its name (and its parents' while they have one) prefix every
 /// module name, as Python would see them.
-fn enclosing_packages(root: &Path) -> Vec<String> {
+pub fn enclosing_packages(root: &Path) -> Vec<String> {
     let mut prefix = Vec::new();
     let mut directory = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     while directory.join("__init__.py").is_file() {
@@ -203,248 +233,26 @@ fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, b
     (name.join("."), is_package_init)
 }
 
-struct ReadFile {
-    relative_path: String,
-    path: PathBuf,
-    text: String,
-    notebook: Option<Arc<Notebook>>,
-}
-
-/// Whether a file mentions an ML library, so may matter to the rewrite.
-fn mentions_relevant_word(file: &ReadFile) -> bool {
-    RELEVANT_WORDS.iter().any(|word| file.text.contains(word))
-}
-
-/// Reads and decodes every file in parallel, in the given order.
-fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile, FileProblem>> {
-    relative_paths
-        .par_iter()
-        .map(|relative_path| {
-            let path = root.join(relative_path);
-            let problem = |error| FileProblem {
-                relative_path: relative_path.clone(),
-                kind: FileProblemKind::Error(error),
-            };
-            let bytes = std::fs::read(&path)
-                .map_err(|error| problem(LoadError::Unreadable(error.to_string())))?;
-            let text = decode(bytes).map_err(problem)?;
-            if !relative_path.ends_with(".ipynb") {
-                return Ok(ReadFile {
-                    relative_path: relative_path.clone(),
-                    path,
-                    text,
-                    notebook: None,
-                });
-            }
-            let notebook = Notebook::parse(text).map_err(|error| FileProblem {
-                relative_path: relative_path.clone(),
-                kind: FileProblemKind::Notebook(error),
-            })?;
-            if let Some(language) = notebook.other_language() {
-                return Err(FileProblem {
-                    relative_path: relative_path.clone(),
-                    kind: FileProblemKind::NotPython(language.to_string()),
-                });
-            }
-            Ok(ReadFile {
-                relative_path: relative_path.clone(),
-                path,
-                text: notebook.python().to_string(),
-                notebook: Some(Arc::new(notebook)),
-            })
-        })
-        .collect()
-}
-
-/// The read files, their module names, and which of them are parsed so far.
-struct Loader<'f> {
-    files: &'f [ReadFile],
-    /// Module name and whether it is a package's `__init__.py`, per file.
-    names: &'f [(String, bool)],
-    index_of_name: HashMap<&'f str, usize>,
-    parsed: Vec<bool>,
-    /// Imports are followed from files that can matter (they mention an ML
-    /// library, or such a file imports them), not from every file the user
-    /// named: a changed stdlib-like utility must not pull its imports in.
-    follows_imports: Vec<bool>,
-}
-
-impl<'f> Loader<'f> {
-    fn new(files: &'f [ReadFile], names: &'f [(String, bool)]) -> Self {
-        Loader {
-            files,
-            names,
-            index_of_name: names
-                .iter()
-                .enumerate()
-                .map(|(index, (name, _))| (name.as_str(), index))
-                .collect(),
-            parsed: vec![false; files.len()],
-            follows_imports: files.iter().map(mentions_relevant_word).collect(),
-        }
-    }
-
-    /// Parses the relevant files, then whatever package modules they import,
-    /// until closed.
-    fn parse_all(&mut self, package: &mut Package, always_parse: &HashSet<String>) {
-        let mut wanted: Vec<usize> = (0..self.files.len())
-            .filter(|&index| {
-                let file = &self.files[index];
-                always_parse.contains(&file.relative_path) || mentions_relevant_word(file)
-            })
-            .collect();
-        loop {
-            while !wanted.is_empty() {
-                wanted = self.parse_round(package, &wanted);
-            }
-            // Files importing what was parsed (a driver of the package's
-            // training code), and what they import in turn.
-            wanted = self.importers_of_parsed(package);
-            if wanted.is_empty() {
-                break;
-            }
-            for &index in &wanted {
-                self.follows_imports[index] = true;
-            }
-        }
-    }
-
-    /// Unparsed files whose import lines name a parsed module that matters
-    /// (it mentions an ML library, or imports one that does).
-    fn importers_of_parsed(&self, package: &Package) -> Vec<usize> {
-        let modules: HashSet<&str> = package
-            .modules
-            .iter()
-            .filter(|module| {
-                self.index_of_name
-                    .get(module.name.as_str())
-                    .is_some_and(|&index| self.follows_imports[index])
-            })
-            .map(|module| module.name.as_str())
-            .collect();
-        if modules.is_empty() {
-            return Vec::new();
-        }
-        (0..self.files.len())
-            .filter(|&index| !self.parsed[index])
-            .filter(|&index| {
-                let (name, is_package_init) = &self.names[index];
-                let package = import_lines::package_of(name, *is_package_init);
-                let imports = import_lines::imported_modules(&self.files[index].text, package);
-                import_lines::imports_any(&imports, &modules)
-            })
-            .collect()
-    }
-
-    /// Parses the wanted files in parallel, adds their modules (or problems) to
-    /// the package, and returns the not yet parsed package modules they import.
-    fn parse_round(&mut self, package: &mut Package, wanted: &[usize]) -> Vec<usize> {
-        for &index in wanted {
-            self.parsed[index] = true;
-        }
-        let results: Vec<(usize, Result<Vec<Stmt>, LoadError>)> = wanted
-            .par_iter()
-            .map(|&index| {
-                let file = &self.files[index];
-                (index, parse_module(&file.text, &file.relative_path))
-            })
-            .collect();
-        let mut next = Vec::new();
-        for (index, result) in results {
-            match result {
-                Ok(body) => {
-                    let module = self.module(index, body, &package.module_names);
-                    if self.follows_imports[index] {
-                        self.queue_imports(&module, &package.module_names, &mut next);
-                    }
-                    package.modules.push(module);
-                }
-                Err(error) => package.problems.push(FileProblem {
-                    relative_path: self.files[index].relative_path.clone(),
-                    kind: in_cell(self.files[index].notebook.as_deref(), error),
-                }),
-            }
-        }
-        next
-    }
-
-    /// The module of a parsed file, with its definitions indexed and its bindings.
-    fn module(&self, index: usize, body: Vec<Stmt>, module_names: &ModuleIndex) -> Module {
-        let file = &self.files[index];
-        let (name, is_package_init) = self.names[index].clone();
-        let source = match &file.notebook {
-            Some(notebook) => SourceFile::from_notebook(
-                file.relative_path.clone(),
-                file.path.clone(),
-                notebook.clone(),
-            ),
-            None => SourceFile::new(
-                file.relative_path.clone(),
-                file.path.clone(),
-                file.text.clone(),
-            ),
-        };
-        let mut module = Module {
-            name,
-            is_package_init,
-            source,
-            body,
-            bindings: Bindings::default(),
-            definitions: HashMap::new(),
-        };
-        module.index_definitions();
-        let context = module.context(module_names);
-        module.bindings = collect_bindings(&module.body, &context, &Bindings::default());
-        assume_unbound_tf(&mut module);
-        module
-    }
-
-    /// Adds to `next` the package modules a module imports that are not parsed
-    /// yet; their own imports are followed in turn.
-    fn queue_imports(
-        &mut self,
-        module: &Module,
-        module_names: &ModuleIndex,
-        next: &mut Vec<usize>,
-    ) {
-        for imported in imported_package_modules(module, module_names) {
-            if let Some(&other) = self.index_of_name.get(imported.as_str())
-                && !self.parsed[other]
-                && !next.contains(&other)
-            {
-                self.follows_imports[other] = true;
-                next.push(other);
-            }
-        }
-    }
-}
-
-/// A parse error placed in its notebook cell, when the file is a notebook.
-fn in_cell(notebook: Option<&Notebook>, error: LoadError) -> FileProblemKind {
-    let Some(notebook) = notebook else {
-        return FileProblemKind::Error(error);
-    };
-    let position = error
-        .location()
-        .and_then(|location| notebook.cell_position(location));
-    FileProblemKind::Notebook(NotebookError {
-        cell: position.map(|(cell, _)| cell),
-        location: position.map(|(_, location)| location),
-        message: error.to_string(),
-    })
-}
-
 impl Package {
     /// Reads every given file (paths relative to `root`), parses those that can
     /// matter, in parallel, and builds module bindings. `always_parse` files are
     /// parsed even when they mention no ML library (files the user named).
     pub fn load(root: &Path, relative_paths: &[String], always_parse: &HashSet<String>) -> Package {
+        Package::from_read_files(root, read_files(root, relative_paths), always_parse)
+    }
+
+    /// The package of files already read (`read_files`), parsing those that can matter.
+    pub fn from_read_files(
+        root: &Path,
+        read: Vec<Result<ReadFile, FileProblem>>,
+        always_parse: &HashSet<String>,
+    ) -> Package {
         let mut package = Package {
             root: root.to_path_buf(),
             ..Package::default()
         };
         let mut files = Vec::new();
-        for result in read_files(root, relative_paths) {
+        for result in read {
             match result {
                 Ok(file) => files.push(file),
                 Err(problem) => package.problems.push(problem),
@@ -479,10 +287,15 @@ impl Package {
     /// The given files plus every parsed module that imports one of them,
     /// transitively (a training script importing a changed model module).
     pub fn with_dependents(&self, files: &HashSet<String>) -> HashSet<String> {
+        let imports_per_module: Vec<Vec<String>> = self
+            .modules
+            .par_iter()
+            .map(|module| imported_package_modules(module, &self.module_names))
+            .collect();
         let mut importers: HashMap<&str, Vec<&Module>> = HashMap::new();
-        for module in &self.modules {
-            for imported in imported_package_modules(module, &self.module_names) {
-                if let Some(target) = self.module(&imported) {
+        for (module, imports) in self.modules.iter().zip(&imports_per_module) {
+            for imported in imports {
+                if let Some(target) = self.module(imported) {
                     importers
                         .entry(target.source.relative_path.as_str())
                         .or_default()
@@ -554,7 +367,12 @@ impl Package {
     /// The canonical name a symbol finally stands for: a package class or
     /// function as `module.Name`, a library object by its canonical name.
     pub fn final_name(&self, qualified: &str) -> String {
-        self.final_name_bounded(qualified, 0)
+        if let Some(name) = read(&self.memo.final_names).get(qualified) {
+            return name.clone();
+        }
+        let name = self.final_name_bounded(qualified, 0);
+        write(&self.memo.final_names).insert(qualified.to_string(), name.clone());
+        name
     }
 
     fn final_name_bounded(&self, qualified: &str, depth: usize) -> String {
@@ -594,8 +412,14 @@ impl Package {
     /// Whether the class named `qualified` is `ancestor` or derives from it,
     /// through any number of package classes across files (the class hierarchy).
     pub fn is_subclass(&self, qualified: &str, ancestor: &str) -> bool {
+        let key = (qualified.to_string(), ancestor.to_string());
+        if let Some(&answer) = read(&self.memo.subclasses).get(&key) {
+            return answer;
+        }
         let mut visited = HashSet::new();
-        self.is_subclass_bounded(qualified, ancestor, &mut visited)
+        let answer = self.is_subclass_bounded(qualified, ancestor, &mut visited);
+        write(&self.memo.subclasses).insert(key, answer);
+        answer
     }
 
     fn is_subclass_bounded(
@@ -625,6 +449,17 @@ impl Package {
     }
 }
 
+/// A memo table for reading (a poisoned lock still holds valid answers).
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The parent, in the library, of a library class the rules know.
 fn library_parent(canonical: &str) -> Option<&'static str> {
     match library::library_class(canonical)? {
@@ -645,7 +480,10 @@ fn class_base_name(module: &Module, base: &ast::Expr) -> Option<String> {
 }
 
 /// Package modules a module imports (for the parse closure).
-fn imported_package_modules(module: &Module, package_modules: &ModuleIndex) -> Vec<String> {
+pub(super) fn imported_package_modules(
+    module: &Module,
+    package_modules: &ModuleIndex,
+) -> Vec<String> {
     let mut imported = Vec::new();
     let context = module.context(package_modules);
     super::walk::for_each_statement(&module.body, true, &mut |stmt| match stmt {

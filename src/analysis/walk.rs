@@ -62,10 +62,50 @@ pub fn for_each_statement<'a>(
     for stmt in body {
         visit(stmt);
         if enter_scopes || !is_scope(stmt) {
-            for nested in nested_bodies(stmt) {
-                for_each_statement(nested, enter_scopes, visit);
-            }
+            for_each_nested_body(stmt, &mut |nested| {
+                for_each_statement(nested, enter_scopes, visit)
+            });
         }
+    }
+}
+
+/// Visits the statement lists nested directly in `stmt`, as `nested_bodies`
+/// lists them, without collecting them (walks run over every statement).
+fn for_each_nested_body<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(&'a [Stmt])) {
+    let mut visit_try = |body: &'a [Stmt],
+                         handlers: &'a [ast::ExceptHandler],
+                         orelse: &'a [Stmt],
+                         finalbody: &'a [Stmt]| {
+        visit(body);
+        for handler in handlers {
+            let ast::ExceptHandler::ExceptHandler(handler) = handler;
+            visit(&handler.body);
+        }
+        visit(orelse);
+        visit(finalbody);
+    };
+    match stmt {
+        Stmt::Try(node) => visit_try(&node.body, &node.handlers, &node.orelse, &node.finalbody),
+        Stmt::TryStar(node) => visit_try(&node.body, &node.handlers, &node.orelse, &node.finalbody),
+        Stmt::Match(node) => node.cases.iter().for_each(|case| visit(&case.body)),
+        Stmt::FunctionDef(function) => visit(&function.body),
+        Stmt::AsyncFunctionDef(function) => visit(&function.body),
+        Stmt::ClassDef(class) => visit(&class.body),
+        Stmt::For(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::AsyncFor(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::While(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::If(node) => [&node.body, &node.orelse]
+            .into_iter()
+            .for_each(|b| visit(b)),
+        Stmt::With(node) => visit(&node.body),
+        Stmt::AsyncWith(node) => visit(&node.body),
+        _ => {}
     }
 }
 
@@ -224,8 +264,74 @@ fn walk_expression_bounded<'a>(expr: &'a Expr, visit: &mut dyn FnMut(&'a Expr), 
         return;
     }
     visit(expr);
-    for child in child_expressions(expr) {
-        walk_expression_bounded(child, visit, depth + 1);
+    for_each_child_expression(expr, &mut |child| {
+        walk_expression_bounded(child, visit, depth + 1)
+    });
+}
+
+/// Visits the direct sub-expressions of `expr` in `child_expressions`'
+/// order, without collecting them (every walk visits every expression).
+fn for_each_child_expression<'a>(expr: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
+    let all = |expressions: &'a [Expr], visit: &mut dyn FnMut(&'a Expr)| {
+        expressions.iter().for_each(&mut *visit)
+    };
+    match expr {
+        Expr::BoolOp(node) => all(&node.values, visit),
+        Expr::NamedExpr(node) => {
+            visit(&node.target);
+            visit(&node.value);
+        }
+        Expr::BinOp(node) => {
+            visit(&node.left);
+            visit(&node.right);
+        }
+        Expr::UnaryOp(node) => visit(&node.operand),
+        Expr::Lambda(node) => visit(&node.body),
+        Expr::IfExp(node) => {
+            visit(&node.test);
+            visit(&node.body);
+            visit(&node.orelse);
+        }
+        Expr::Dict(node) => {
+            node.keys.iter().flatten().for_each(&mut *visit);
+            all(&node.values, visit);
+        }
+        Expr::Set(node) => all(&node.elts, visit),
+        Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::GeneratorExp(_) => {
+            child_expressions(expr).into_iter().for_each(visit)
+        }
+        Expr::Compare(node) => {
+            visit(&node.left);
+            all(&node.comparators, visit);
+        }
+        Expr::Call(node) => {
+            visit(&node.func);
+            all(&node.args, visit);
+            node.keywords
+                .iter()
+                .for_each(|keyword| visit(&keyword.value));
+        }
+        Expr::Await(node) => visit(&node.value),
+        Expr::Yield(node) => node.value.iter().for_each(|value| visit(value)),
+        Expr::YieldFrom(node) => visit(&node.value),
+        Expr::FormattedValue(node) => {
+            visit(&node.value);
+            node.format_spec.iter().for_each(|spec| visit(spec));
+        }
+        Expr::JoinedStr(node) => all(&node.values, visit),
+        Expr::Attribute(node) => visit(&node.value),
+        Expr::Subscript(node) => {
+            visit(&node.value);
+            visit(&node.slice);
+        }
+        Expr::Starred(node) => visit(&node.value),
+        Expr::List(node) => all(&node.elts, visit),
+        Expr::Tuple(node) => all(&node.elts, visit),
+        Expr::Slice(node) => [&node.lower, &node.upper, &node.step]
+            .into_iter()
+            .filter_map(|part| part.as_deref())
+            .for_each(visit),
+        Expr::Constant(_) | Expr::Name(_) => {}
     }
 }
 
@@ -239,12 +345,33 @@ pub fn walk_statement_expressions<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(&'a 
 /// Every call expression in `stmt` itself (not in nested statements).
 pub fn calls_in_statement(stmt: &Stmt) -> Vec<&ast::ExprCall> {
     let mut calls = Vec::new();
-    walk_statement_expressions(stmt, &mut |expr| {
-        if let Expr::Call(call) = expr {
-            calls.push(call);
-        }
-    });
+    for expr in own_expressions(stmt) {
+        collect_calls(expr, &mut calls, 0);
+    }
     calls
+}
+
+/// The calls in `expr`, outermost first, as `walk_expression` meets them:
+/// the walk every analysis step repeats, so without a visitor per node.
+fn collect_calls<'a>(expr: &'a Expr, calls: &mut Vec<&'a ast::ExprCall>, depth: usize) {
+    if depth > MAX_EXPRESSION_DEPTH {
+        return;
+    }
+    match expr {
+        Expr::Constant(_) | Expr::Name(_) => {}
+        Expr::Attribute(node) => collect_calls(&node.value, calls, depth + 1),
+        Expr::Call(call) => {
+            calls.push(call);
+            collect_calls(&call.func, calls, depth + 1);
+            for argument in &call.args {
+                collect_calls(argument, calls, depth + 1);
+            }
+            for keyword in &call.keywords {
+                collect_calls(&keyword.value, calls, depth + 1);
+            }
+        }
+        _ => for_each_child_expression(expr, &mut |child| collect_calls(child, calls, depth + 1)),
+    }
 }
 
 /// The dotted text of a name or attribute chain (`a.b.c`), if it is one.
@@ -300,6 +427,36 @@ pub fn mentions_name_outside_calls(body: &[Stmt], name: &str) -> bool {
 
 /// Statements from `body` down to `target`: the chain of enclosing statements.
 pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
+    if target.is_empty() {
+        return path_to_by_scanning(body, target);
+    }
+    // Statements of a body are ordered and disjoint: only the last one
+    // starting at or before the target can be it or hold it (a linear scan
+    // made a module of many statements quadratic).
+    let index = body
+        .partition_point(|stmt| crate::python::parse::span(stmt).start <= target.start)
+        .checked_sub(1)?;
+    let stmt = &body[index];
+    let range = crate::python::parse::span(stmt);
+    if range == *target {
+        return Some(vec![stmt]);
+    }
+    if range.start <= target.start && target.end <= range.end {
+        for nested in nested_bodies(stmt) {
+            if let Some(mut path) = path_to(nested, target) {
+                path.insert(0, stmt);
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// `path_to` for an empty range, which several statements may hold.
+fn path_to_by_scanning<'a>(
+    body: &'a [Stmt],
+    target: &std::ops::Range<usize>,
+) -> Option<Vec<&'a Stmt>> {
     for stmt in body {
         let range = crate::python::parse::span(stmt);
         if range == *target {
@@ -307,7 +464,7 @@ pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<
         }
         if range.start <= target.start && target.end <= range.end {
             for nested in nested_bodies(stmt) {
-                if let Some(mut path) = path_to(nested, target) {
+                if let Some(mut path) = path_to_by_scanning(nested, target) {
                     path.insert(0, stmt);
                     return Some(path);
                 }

@@ -56,6 +56,8 @@ pub struct GithubOptions {
     pub config: Option<PathBuf>,
     /// Exit 1 when a diagnostic this severe exists.
     pub fail_on: Option<Severity>,
+    /// Read and write the result cache (`crate::cache`).
+    pub use_cache: bool,
 }
 
 /// Runs the bot for the event of this job; returns the exit code.
@@ -322,6 +324,7 @@ impl Bot {
             scope,
             expand_scope_to_dependents: true,
             config: self.config.clone(),
+            use_cache: self.options.use_cache,
         };
         engine::with_large_stack(move || engine::run(&request))
     }

@@ -14,7 +14,7 @@ use super::source::Location;
 
 /// Why a notebook could not be read: where (the cell, and the line and
 /// column in it or in the file) and what.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("{message}")]
 pub struct NotebookError {
     /// 1-based number of the cell among all cells, when the problem is in one.
@@ -82,7 +82,7 @@ pub struct Notebook {
 }
 
 /// One cell the rewrite changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CellChange {
     pub number: usize,
     pub original: String,

@@ -17,7 +17,7 @@ const MAX_BRACKET_DEPTH: usize = 200;
 const MAX_INDENT_DEPTH: usize = 100;
 
 /// Why a file could not be analysed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum LoadError {
     #[error("cannot read file: {0}")]
     Unreadable(String),
@@ -106,60 +106,86 @@ pub fn read_source(path: &Path, relative_path: String) -> Result<SourceFile, Loa
     Ok(SourceFile::new(relative_path, path.to_path_buf(), text))
 }
 
+/// The lexer's tokens, checked for nesting deeper than CPython accepts: the
+/// stream ends at the first violation (kept in `violation`) and after a
+/// lexical error (which the parser then reports, or an earlier syntax error).
+/// Streamed into the parser, so that no file's tokens are held all at once.
+struct DepthCheckedTokens<I> {
+    tokens: I,
+    bracket_depth: usize,
+    indent_depth: usize,
+    /// Where nesting went too deep, and the message.
+    violation: Option<(usize, String)>,
+    finished: bool,
+}
+
+impl<I: Iterator<Item = LexResult>> Iterator for DepthCheckedTokens<I> {
+    type Item = LexResult;
+
+    fn next(&mut self) -> Option<LexResult> {
+        if self.finished {
+            return None;
+        }
+        let token = self.tokens.next()?;
+        let Ok((tok, range)) = &token else {
+            self.finished = true;
+            return Some(token);
+        };
+        match tok {
+            Tok::Lpar | Tok::Lsqb | Tok::Lbrace => self.bracket_depth += 1,
+            Tok::Rpar | Tok::Rsqb | Tok::Rbrace => {
+                self.bracket_depth = self.bracket_depth.saturating_sub(1)
+            }
+            Tok::Indent => self.indent_depth += 1,
+            Tok::Dedent => self.indent_depth = self.indent_depth.saturating_sub(1),
+            _ => {}
+        }
+        let message = if self.bracket_depth > MAX_BRACKET_DEPTH {
+            format!(
+                "too many nested parentheses (more than {MAX_BRACKET_DEPTH}, as CPython refuses)"
+            )
+        } else if self.indent_depth > MAX_INDENT_DEPTH {
+            format!(
+                "too many levels of indentation (more than {MAX_INDENT_DEPTH}, as CPython refuses)"
+            )
+        } else {
+            return Some(token);
+        };
+        self.violation = Some((range.start().to_usize(), message));
+        self.finished = true;
+        None
+    }
+}
+
 /// Parses Python source into statements.
 pub fn parse_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError> {
-    let line_index = LineIndex::new(text);
+    // Lines are indexed only to place an error: most files have none.
     let syntax_error = |offset: usize, message: String| LoadError::Syntax {
-        location: line_index.location(text, offset),
+        location: LineIndex::new(text).location(text, offset),
         message,
     };
-    let mut tokens: Vec<LexResult> = Vec::new();
-    let mut bracket_depth = 0usize;
-    let mut indent_depth = 0usize;
-    for token in lex(text, Mode::Module) {
-        match &token {
-            Ok((tok, range)) => {
-                match tok {
-                    Tok::Lpar | Tok::Lsqb | Tok::Lbrace => bracket_depth += 1,
-                    Tok::Rpar | Tok::Rsqb | Tok::Rbrace => {
-                        bracket_depth = bracket_depth.saturating_sub(1)
-                    }
-                    Tok::Indent => indent_depth += 1,
-                    Tok::Dedent => indent_depth = indent_depth.saturating_sub(1),
-                    _ => {}
-                }
-                if bracket_depth > MAX_BRACKET_DEPTH {
-                    return Err(syntax_error(
-                        range.start().to_usize(),
-                        format!(
-                            "too many nested parentheses (more than {MAX_BRACKET_DEPTH}, as CPython refuses)"
-                        ),
-                    ));
-                }
-                if indent_depth > MAX_INDENT_DEPTH {
-                    return Err(syntax_error(
-                        range.start().to_usize(),
-                        format!(
-                            "too many levels of indentation (more than {MAX_INDENT_DEPTH}, as CPython refuses)"
-                        ),
-                    ));
-                }
-            }
-            Err(_) => {
-                // Let the parser report whichever comes first: an earlier
-                // syntax error (`def f(:`) or this lexical one (unclosed bracket at the end).
-                tokens.push(token);
-                break;
-            }
-        }
-        tokens.push(token);
+    let mut tokens = DepthCheckedTokens {
+        tokens: lex(text, Mode::Module),
+        bracket_depth: 0,
+        indent_depth: 0,
+        violation: None,
+        finished: false,
+    };
+    let parsed = parse_tokens(&mut tokens, Mode::Module, path);
+    if parsed.is_err() {
+        // Too deep nesting anywhere before a lexical error is reported
+        // first, as when every token was checked before parsing.
+        tokens.by_ref().for_each(drop);
     }
-    match parse_tokens(tokens, Mode::Module, path) {
+    if let Some((offset, message)) = tokens.violation {
+        return Err(syntax_error(offset, message));
+    }
+    match parsed {
         Ok(ast::Mod::Module(module)) => Ok(module.body),
         Ok(_) => Ok(Vec::new()),
         Err(error) => {
             let offset = error.offset.to_usize();
-            let location = line_index.location(text, offset.min(text.len()));
+            let location = LineIndex::new(text).location(text, offset.min(text.len()));
             let line = text
                 .lines()
                 .nth(location.line.saturating_sub(1))

@@ -69,7 +69,9 @@ impl SourceFile {
 }
 
 /// A 1-based line and column, as editors and linters show them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Location {
     pub line: usize,
     pub column: usize,

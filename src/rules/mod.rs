@@ -74,7 +74,7 @@ pub const CODES: &[Code] = &[
 ];
 
 /// How a module trains, as far as the rewrite is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Classification {
     Pattern(TrainingPattern),
     /// Several training APIs in one module: not rewritten.

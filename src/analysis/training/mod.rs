@@ -14,6 +14,7 @@ mod summaries;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
+use rayon::prelude::*;
 use rustpython_parser::ast::{self, Stmt};
 
 use super::bindings::Bindings;
@@ -26,7 +27,9 @@ pub use scopes::{called_functions, callee_name, calls_in_scope, find_call};
 pub use sites::is_gradient_tape_call;
 
 /// The training API a module uses: the ones this engine knows how to rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum TrainingPattern {
     /// `model.compile(...)` + `model.fit(...)`.
     Keras,
@@ -174,16 +177,17 @@ pub struct Analysis<'a> {
 
 impl<'a> Analysis<'a> {
     pub fn new(package: &'a Package) -> Analysis<'a> {
+        // Per-module steps run in parallel; the package-wide ones between them.
         let scopes_per_module: Vec<Vec<Scope<'a>>> = package
             .modules
-            .iter()
+            .par_iter()
             .map(|module| scopes::collect_scopes(module, package))
             .collect();
         // Model factories first: a model built by `build_model()` in another file is a model.
         let factories = models::model_factories(package, &scopes_per_module);
         let mut modules: Vec<ModuleAnalysis<'a>> = package
             .modules
-            .iter()
+            .par_iter()
             .zip(scopes_per_module)
             .map(|(module, scopes)| ModuleAnalysis::new(package, module, scopes, &factories))
             .collect();
@@ -193,9 +197,9 @@ impl<'a> Analysis<'a> {
         linking::attach_step_callers(package, &mut modules);
         linking::attach_delegated_fits(package, &mut modules);
         factories::attach_parts_made_elsewhere(package, &mut modules);
-        for analysis in &mut modules {
-            analysis.index_facts(package);
-        }
+        modules
+            .par_iter_mut()
+            .for_each(|analysis| analysis.index_facts(package));
         summaries::propagate_reached_patterns(&mut functions);
         Analysis {
             package,

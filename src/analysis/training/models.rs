@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rayon::prelude::*;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::Scope;
@@ -43,14 +44,25 @@ pub(super) fn model_factories(
     // factories; a few rounds cover any realistic chain.
     for _ in 0..4 {
         let mut found = factories.clone();
-        for (module, scopes) in package.modules.iter().zip(scopes_per_module) {
-            for scope in scopes.iter().filter(|scope| scope.function.is_some()) {
-                let models = model_names(package, module, scope, &factories, &HashSet::new());
-                if returns_model(package, module, scope, &models, &factories) {
-                    found.insert(scope.qualified_name.clone());
-                }
-            }
-        }
+        // Modules in parallel: each reads only the previous round's factories.
+        let found_in_modules: Vec<String> = package
+            .modules
+            .par_iter()
+            .zip(scopes_per_module)
+            .flat_map_iter(|(module, scopes)| {
+                let factories = &factories;
+                scopes
+                    .iter()
+                    .filter(|scope| scope.function.is_some())
+                    .filter(move |scope| {
+                        let models =
+                            model_names(package, module, scope, factories, &HashSet::new());
+                        returns_model(package, module, scope, &models, factories)
+                    })
+                    .map(|scope| scope.qualified_name.clone())
+            })
+            .collect();
+        found.extend(found_in_modules);
         if found == factories {
             break;
         }

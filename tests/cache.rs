@@ -1,0 +1,167 @@
+//! The result cache as a user meets it: a warm run says what a cold run says,
+//! any change a result depends on (another module, the configuration) is
+//! seen, `--no-cache` writes nothing, and a damaged cache is ignored.
+
+mod support;
+use support::copy_tree;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(case)
+        .join("input")
+}
+
+/// Exit code and everything printed, for comparing runs.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn distribute_with(arguments: &[&str], directory: &Path, environment: &[(&str, &Path)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_distribute"));
+    command
+        .args(arguments)
+        .current_dir(directory)
+        .env_remove("DISTRIBUTE_CACHE_DIR");
+    for (name, value) in environment {
+        command.env(name, value);
+    }
+    let output = command.output().expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited normally"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+fn distribute(arguments: &[&str], directory: &Path) -> Run {
+    distribute_with(arguments, directory, &[])
+}
+
+fn scratch_copy(case: &str) -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(case), scratch.path());
+    scratch
+}
+
+/// Every file under a directory.
+fn files_under(directory: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(directory).unwrap().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            files.extend(files_under(&entry.path()));
+        } else {
+            files.push(entry.path());
+        }
+    }
+    files
+}
+
+const DIFF: &[&str] = &["diff", "--root", "."];
+const DIFF_WITHOUT_CACHE: &[&str] = &["diff", "--root", ".", "--no-cache"];
+
+#[test]
+fn a_warm_run_prints_what_a_cold_run_prints() {
+    let scratch = scratch_copy("keras_cross_file_model");
+    let cold = distribute(DIFF, scratch.path());
+    assert_eq!(cold.code, 1, "{}", cold.stdout);
+    let cache = scratch.path().join(".distribute_cache");
+    assert!(cache.join("CACHEDIR.TAG").is_file());
+    assert_eq!(
+        std::fs::read_to_string(cache.join(".gitignore")).unwrap(),
+        "# Automatically created by distribute.\n*\n"
+    );
+    let warm = distribute(DIFF, scratch.path());
+    assert_eq!(warm, cold);
+    assert_eq!(distribute(DIFF_WITHOUT_CACHE, scratch.path()), cold);
+    for format in ["json", "sarif", "github"] {
+        let arguments = ["check", "--root", ".", "--format", format];
+        let cold = distribute(&[&arguments[..], &["--no-cache"]].concat(), scratch.path());
+        distribute(&arguments, scratch.path());
+        assert_eq!(distribute(&arguments, scratch.path()), cold, "{format}");
+    }
+}
+
+#[test]
+fn editing_a_module_changes_the_result_of_the_module_that_imports_it() {
+    let scratch = scratch_copy("keras_fit_in_other_module");
+    let before = distribute(DIFF, scratch.path());
+    assert!(before.stdout.contains("experiment.py"), "{}", before.stdout);
+    // The shared loop no longer fits: the experiment has nothing to distribute.
+    std::fs::write(
+        scratch.path().join("loop.py"),
+        "def run(model, dataset, epochs, steps):\n    return model.evaluate(dataset)\n",
+    )
+    .unwrap();
+    let after = distribute(DIFF, scratch.path());
+    assert_ne!(after, before);
+    assert_eq!(after, distribute(DIFF_WITHOUT_CACHE, scratch.path()));
+}
+
+#[test]
+fn changing_the_configuration_changes_the_result() {
+    let scratch = scratch_copy("keras_optimizer_object");
+    let before = distribute(DIFF, scratch.path());
+    assert!(before.stdout.contains("DST102"), "{}", before.stdout);
+    std::fs::write(
+        scratch.path().join(".distribute.yml"),
+        "severity:\n  DST102: off\n",
+    )
+    .unwrap();
+    let after = distribute(DIFF, scratch.path());
+    assert!(!after.stdout.contains("DST102"), "{}", after.stdout);
+    assert_eq!(after, distribute(DIFF_WITHOUT_CACHE, scratch.path()));
+}
+
+#[test]
+fn no_cache_writes_no_cache_directory() {
+    let scratch = scratch_copy("keras_optimizer_object");
+    for command in ["check", "diff", "fix"] {
+        distribute(&[command, "--root", ".", "--no-cache"], scratch.path());
+    }
+    assert!(!scratch.path().join(".distribute_cache").exists());
+}
+
+#[test]
+fn a_corrupt_cache_is_ignored() {
+    let scratch = scratch_copy("keras_cross_file_model");
+    let cold = distribute(DIFF, scratch.path());
+    let cache = scratch.path().join(".distribute_cache");
+    let entries: Vec<PathBuf> = files_under(&cache)
+        .into_iter()
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "json")
+        })
+        .collect();
+    assert!(!entries.is_empty());
+    for (index, entry) in entries.iter().enumerate() {
+        let damage: &[u8] = if index % 2 == 0 {
+            b"{\"key\": 3"
+        } else {
+            b"\xff\x00"
+        };
+        std::fs::write(entry, damage).unwrap();
+    }
+    assert_eq!(distribute(DIFF, scratch.path()), cold);
+    // The damaged entry was replaced by a good one.
+    assert_eq!(distribute(DIFF, scratch.path()), cold);
+}
+
+#[test]
+fn the_cache_directory_can_be_moved() {
+    let scratch = scratch_copy("keras_optimizer_object");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let moved = elsewhere.path().join("cache");
+    let environment = [("DISTRIBUTE_CACHE_DIR", moved.as_path())];
+    let cold = distribute_with(DIFF, scratch.path(), &environment);
+    assert!(moved.join("CACHEDIR.TAG").is_file());
+    assert!(!scratch.path().join(".distribute_cache").exists());
+    assert_eq!(distribute_with(DIFF, scratch.path(), &environment), cold);
+}
