@@ -258,21 +258,13 @@ fn rewrite_one_pattern<'a>(
         false => plugin.refusals(&rewrite),
     };
     if !refusals.is_empty() {
-        return ModuleRewriteResult {
-            classification: Classification::Pattern(pattern),
-            edits: Vec::new(),
-            diagnostics: refusals,
-        };
+        return left_as_written(pattern, refusals);
     }
     note_existing_horovod(&mut rewrite);
     passes::init_block::run(&mut rewrite);
     plugin.rewrite(&mut rewrite);
     if !rewrite.refusals.is_empty() {
-        return ModuleRewriteResult {
-            classification: Classification::Pattern(pattern),
-            edits: Vec::new(),
-            diagnostics: rewrite.refusals,
-        };
+        return left_as_written(pattern, rewrite.refusals);
     }
     passes::learning_rate::run(&mut rewrite);
     passes::rate_changers::run(&mut rewrite);
@@ -287,6 +279,15 @@ fn rewrite_one_pattern<'a>(
         classification: Classification::Pattern(pattern),
         edits,
         diagnostics,
+    }
+}
+
+/// A module refused: no edits, only the errors that say why.
+fn left_as_written(pattern: TrainingPattern, refusals: Vec<Diagnostic>) -> ModuleRewriteResult {
+    ModuleRewriteResult {
+        classification: Classification::Pattern(pattern),
+        edits: Vec::new(),
+        diagnostics: refusals,
     }
 }
 

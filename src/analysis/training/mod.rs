@@ -134,6 +134,13 @@ impl ModuleAnalysis<'_> {
         patterns
     }
 
+    /// The scope of a module-level function (not a method) by its name.
+    pub fn function_scope(&self, name: &str) -> Option<usize> {
+        self.scopes.iter().position(|scope| {
+            scope.parent == Some(0) && scope.class.is_none() && scope.name() == name
+        })
+    }
+
     /// The innermost scope containing a byte offset.
     pub fn scope_at(&self, offset: usize) -> usize {
         let mut best = 0;

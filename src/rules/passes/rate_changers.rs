@@ -16,6 +16,7 @@
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::library;
+use crate::analysis::package::Symbol;
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -170,12 +171,11 @@ fn warn_rate_setting_callbacks_elsewhere(rewrite: &mut ModuleRewrite) {
             let Some(callee) = rewrite.callee(scope, &site.call.func) else {
                 continue;
             };
-            let Some((module_name, class_name)) = callee.rsplit_once('.') else {
+            // Through re-exports too (`from trainer import CosineCycle`).
+            let Symbol::Class(defining, class) = package.resolve_symbol(&callee) else {
                 continue;
             };
-            let Some(defining) = package.module(module_name) else {
-                continue;
-            };
+            let class_name = class.name.as_str();
             // A module with training sites of its own is rewritten: its
             // callback classes get their rates scaled there.
             let rewritten_too = rewrite
@@ -186,9 +186,6 @@ fn warn_rate_setting_callbacks_elsewhere(rewrite: &mut ModuleRewrite) {
             if defining.name == module.module.name || rewritten_too {
                 continue;
             }
-            let Some(Stmt::ClassDef(class)) = defining.definition(class_name) else {
-                continue;
-            };
             let Some(first) = absolute_rates_set(&defining.source.text, class)
                 .into_iter()
                 .next()

@@ -13,7 +13,7 @@ use crate::analysis::walk::{dotted_name, keyword};
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::OPTIMIZER_NOT_WRAPPABLE;
-use crate::rules::patterns::keras::wrap_compiled_optimizer;
+use crate::rules::patterns::keras::{find_compiles, wrap_compiled_optimizer};
 use crate::rules::rewrite::ModuleRewrite;
 
 /// Whether `call` is `model_to_estimator(...)`.
@@ -34,36 +34,32 @@ fn keras_model_argument(call: &ast::ExprCall) -> Option<&Expr> {
 }
 
 /// The `compile` calls of the Keras model handed to `model_to_estimator`,
-/// with the index of their scope: on its name anywhere in the module, or
-/// any in the local function whose call builds it.
+/// with the index of their scope: those of its name (as a `fit` finds
+/// them), or every one in the module-level function whose call builds it.
 fn compiles_of_keras_model<'a>(
     rewrite: &ModuleRewrite<'a>,
     call: &ast::ExprCall,
 ) -> Vec<(usize, &'a ast::ExprCall)> {
     let module = rewrite.module;
-    let Some(model) = keras_model_argument(call) else {
-        return Vec::new();
-    };
-    let (receiver, builder) = match model {
-        Expr::Call(built) => (None, dotted_name(&built.func)),
-        other => (dotted_name(other), None),
-    };
-    let mut compiles = Vec::new();
-    for (index, scope) in module.scopes.iter().enumerate() {
-        let in_builder = builder.as_deref().is_some_and(|builder| {
-            scope.qualified_name == format!("{}.{builder}", module.module.name)
-        });
-        for (_, candidate) in calls_in_scope(scope) {
-            let Expr::Attribute(attribute) = candidate.func.as_ref() else {
-                continue;
+    let scope_index = module.scope_at(span(call).start);
+    match keras_model_argument(call) {
+        Some(Expr::Call(built)) => {
+            let Some(builder) =
+                dotted_name(&built.func).and_then(|name| module.function_scope(&name))
+            else {
+                return Vec::new();
             };
-            let on_model = receiver.is_some() && dotted_name(&attribute.value) == receiver;
-            if attribute.attr.as_str() == "compile" && (on_model || in_builder) {
-                compiles.push((index, candidate));
-            }
+            calls_in_scope(&module.scopes[builder])
+                .into_iter()
+                .filter(|(_, candidate)| matches!(candidate.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "compile"))
+                .map(|(_, candidate)| (builder, candidate))
+                .collect()
         }
+        Some(model) => dotted_name(model)
+            .map(|name| find_compiles(rewrite, scope_index, &name))
+            .unwrap_or_default(),
+        None => Vec::new(),
     }
-    compiles
 }
 
 /// Wraps the optimizer of every `compile` of the Keras model.

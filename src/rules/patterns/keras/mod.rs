@@ -26,7 +26,7 @@ mod refusal;
 mod warmup;
 
 use callbacks::{rewrite_callbacks, rewrite_unpacked_fit};
-use optimizer::find_compiles;
+pub(crate) use optimizer::find_compiles;
 pub(crate) use optimizer::wrap_compiled_optimizer;
 
 use std::collections::HashSet;
@@ -178,14 +178,7 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             }
             // `train(model, ...)`: the model is fitted in another module.
             _ => {
-                let module = rewrite.module;
-                let model = fit
-                    .args
-                    .iter()
-                    .chain(fit.keywords.iter().map(|keyword| &keyword.value))
-                    .filter_map(dotted_name)
-                    .find(|name| module.models[site.scope].contains(name));
-                if let Some(model) = model {
+                if let Some(model) = model_handed_over(rewrite.module, site.scope, fit) {
                     wrap_optimizer_compiled_for(
                         rewrite,
                         site.scope,
@@ -222,6 +215,20 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
         }
     }
     evaluate_verbose_on_rank_zero(rewrite);
+}
+
+/// `train(model, ...)`: the model of this scope a call hands to a fit in
+/// another function or module.
+pub(super) fn model_handed_over(
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    call: &ast::ExprCall,
+) -> Option<String> {
+    call.args
+        .iter()
+        .chain(call.keywords.iter().map(|keyword| &keyword.value))
+        .filter_map(dotted_name)
+        .find(|name| module.models[scope_index].contains(name))
 }
 
 /// `evaluate` prints on rank 0 only.

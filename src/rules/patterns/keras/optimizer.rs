@@ -20,7 +20,7 @@ use crate::python::parse::span;
 /// Every `receiver.compile(...)` of the first scope that has one (the fit's
 /// scope, the top level, then the others): a model compiled again (to
 /// fine-tune with another optimizer) needs each optimizer wrapped.
-pub(super) fn find_compiles<'a>(
+pub(crate) fn find_compiles<'a>(
     rewrite: &ModuleRewrite<'a>,
     scope_index: usize,
     receiver: &str,
@@ -79,10 +79,7 @@ pub(super) fn factory_scope(
             break;
         }
     }
-    let factory_name = factory_name?;
-    module.scopes.iter().position(|scope| {
-        scope.parent == Some(0) && scope.class.is_none() && scope.name() == factory_name
-    })
+    module.function_scope(&factory_name?)
 }
 
 pub(crate) fn wrap_compiled_optimizer(

@@ -38,13 +38,7 @@ pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
             {
                 dotted_name(&attribute.value)
             }
-            // `train(model, ...)`: the model this module hands to a fit elsewhere.
-            _ => call
-                .args
-                .iter()
-                .chain(call.keywords.iter().map(|keyword| &keyword.value))
-                .filter_map(dotted_name)
-                .find(|name| module.models[site.scope].contains(name)),
+            _ => super::model_handed_over(module, site.scope, call),
         };
         let Some(receiver) = receiver else {
             continue;
