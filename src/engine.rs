@@ -144,8 +144,7 @@ fn analyse_and_rewrite(
     request: &RunRequest,
     read: Vec<Result<ReadFile, FileProblem>>,
 ) -> RunOutcome {
-    let always_parse = request.scope.clone().unwrap_or_default();
-    let package = Package::from_read_files(&request.root, read, &always_parse);
+    let package = Package::from_read_files(&request.root, read);
     let options = RuleOptions {
         shard_datasets: request.config.shard_datasets,
         warmup_epochs: request.config.warmup_epochs,

@@ -1,15 +1,12 @@
 //! Table tests for the index's answers.
 
-use std::collections::HashSet;
-
 use super::*;
 use crate::analysis::training::Analysis;
 
 fn with_index(text: &str, check: impl FnOnce(&SemanticIndex, &ScopeIndex, &str)) {
     let directory = tempfile::tempdir().unwrap();
     std::fs::write(directory.path().join("train.py"), text).unwrap();
-    let always = HashSet::from(["train.py".to_string()]);
-    let package = Package::load(directory.path(), &["train.py".to_string()], &always);
+    let package = Package::load(directory.path(), &["train.py".to_string()]);
     let analysis = Analysis::new(&package);
     let module = &analysis.modules[0];
     check(&module.index, &module.scopes[0].facts, text);

@@ -1,7 +1,9 @@
 //! Reading and parsing the package: every selected file read and decoded in
 //! parallel, then parsed, in parallel rounds, when it can matter to the
-//! rewrite (it mentions an ML library, is imported by such a file, imports
-//! one, or the user named it).
+//! rewrite: it mentions an ML library, is imported by such a file, or imports
+//! one. A file the user named that is none of these cannot hold training code
+//! and is not parsed either: on a large tree of plain Python, parsing and
+//! analysing every named file was most of the run.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -88,8 +90,8 @@ pub(super) struct Loader<'f> {
     index_of_name: FxHashMap<&'f str, usize>,
     parsed: Vec<bool>,
     /// Imports are followed from files that can matter (they mention an ML
-    /// library, or such a file imports them), not from every file the user
-    /// named: a changed stdlib-like utility must not pull its imports in.
+    /// library, or such a file imports them), not from a file parsed only
+    /// because it imports one: a utility must not pull its own imports in.
     follows_imports: Vec<bool>,
 }
 
@@ -110,12 +112,9 @@ impl<'f> Loader<'f> {
 
     /// Parses the relevant files, then whatever package modules they import,
     /// until closed.
-    pub(super) fn parse_all(&mut self, package: &mut Package, always_parse: &HashSet<String>) {
+    pub(super) fn parse_all(&mut self, package: &mut Package) {
         let mut wanted: Vec<usize> = (0..self.files.len())
-            .filter(|&index| {
-                let file = &self.files[index];
-                always_parse.contains(&file.relative_path) || mentions_relevant_word(file)
-            })
+            .filter(|&index| mentions_relevant_word(&self.files[index]))
             .collect();
         loop {
             while !wanted.is_empty() {

@@ -235,18 +235,13 @@ fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, b
 
 impl Package {
     /// Reads every given file (paths relative to `root`), parses those that can
-    /// matter, in parallel, and builds module bindings. `always_parse` files are
-    /// parsed even when they mention no ML library (files the user named).
-    pub fn load(root: &Path, relative_paths: &[String], always_parse: &HashSet<String>) -> Package {
-        Package::from_read_files(root, read_files(root, relative_paths), always_parse)
+    /// matter, in parallel, and builds module bindings.
+    pub fn load(root: &Path, relative_paths: &[String]) -> Package {
+        Package::from_read_files(root, read_files(root, relative_paths))
     }
 
     /// The package of files already read (`read_files`), parsing those that can matter.
-    pub fn from_read_files(
-        root: &Path,
-        read: Vec<Result<ReadFile, FileProblem>>,
-        always_parse: &HashSet<String>,
-    ) -> Package {
+    pub fn from_read_files(root: &Path, read: Vec<Result<ReadFile, FileProblem>>) -> Package {
         let mut package = Package {
             root: root.to_path_buf(),
             ..Package::default()
@@ -264,7 +259,7 @@ impl Package {
             .map(|file| module_name(&enclosing, &file.relative_path))
             .collect();
         package.module_names = ModuleIndex::new(names.iter().map(|(name, _)| name.clone()));
-        Loader::new(&files, &names).parse_all(&mut package, always_parse);
+        Loader::new(&files, &names).parse_all(&mut package);
         package.index_modules();
         package
     }

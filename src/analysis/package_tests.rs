@@ -17,10 +17,10 @@ fn imports_are_followed_only_from_files_that_can_matter() {
     let files: Vec<String> = ["helpers.py", "json_tools.py", "layers.py", "train.py"]
         .map(String::from)
         .to_vec();
-    // helpers.py is named by the user (parsed) but mentions no ML library: its imports are not parsed.
-    let named: HashSet<String> = ["helpers.py".to_string()].into();
-    let package = Package::load(root, &files, &named);
-    assert!(package.module("helpers").is_some());
+    // helpers.py mentions no ML library and imports nothing that does: it
+    // cannot hold training code, so neither it nor what it imports is parsed.
+    let package = Package::load(root, &files);
+    assert!(package.module("helpers").is_none());
     assert!(package.module("json_tools").is_none());
     // train.py mentions tensorflow: what it imports is parsed.
     assert!(package.module("train").is_some());
@@ -40,7 +40,7 @@ fn notebooks_import_package_modules_and_no_module_imports_them() {
     let files: Vec<String> = ["layers.py", "other.py", "train.ipynb"]
         .map(String::from)
         .to_vec();
-    let package = Package::load(root, &files, &HashSet::new());
+    let package = Package::load(root, &files);
     assert!(package.module("train:ipynb").is_some());
     assert!(
         package.module("layers").is_some(),
@@ -75,7 +75,7 @@ fn a_driver_importing_training_code_is_parsed_though_it_names_no_ml_library() {
     ]
     .map(String::from)
     .to_vec();
-    let package = Package::load(root, &files, &HashSet::new());
+    let package = Package::load(root, &files);
     assert!(package.module("trainer.task").is_some());
     // What the driver imports is followed too; a file importing nothing that matters is not parsed.
     assert!(package.module("data").is_some());
