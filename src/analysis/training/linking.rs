@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
+use rayon::prelude::*;
 use rustpython_parser::ast::{self, Expr};
 
 use super::models::{creates_estimator, has_keras_fit_keyword, model_function_argument};
@@ -53,11 +54,13 @@ pub(super) fn attach_estimator_model_functions(package: &Package, modules: &mut 
 
 /// Final names of the functions passed as `model_fn` to Estimator constructions.
 fn estimator_model_functions(package: &Package, modules: &[ModuleAnalysis]) -> Vec<String> {
-    let mut found = Vec::new();
-    for analysis in modules {
-        for scope in &analysis.scopes {
-            for_each_statement(scope.body, false, &mut |stmt| {
-                for call in calls_in_statement(stmt) {
+    // Modules in parallel: every call of the package is looked at.
+    modules
+        .par_iter()
+        .flat_map_iter(|analysis| {
+            let mut found = Vec::new();
+            for scope in &analysis.scopes {
+                for (_, call) in calls_in_scope(scope) {
                     if !creates_estimator(package, analysis.module, scope, call) {
                         continue;
                     }
@@ -67,10 +70,10 @@ fn estimator_model_functions(package: &Package, modules: &[ModuleAnalysis]) -> V
                         found.push(name);
                     }
                 }
-            });
-        }
-    }
-    found
+            }
+            found
+        })
+        .collect()
 }
 
 /// The qualified name of the model_fn an Estimator is given: a function,
@@ -111,11 +114,22 @@ pub(super) fn attach_step_callers(package: &Package, modules: &mut [ModuleAnalys
     if steps.is_empty() {
         return;
     }
-    // Step function -> (module path, line) of the first loop elsewhere calling it.
+    // Modules in parallel, then in order: the first loop calling a step
+    // (module path and line) is the one its rewrite names.
+    let calls_per_module: Vec<Vec<StepCall>> = modules
+        .par_iter()
+        .map(|analysis| step_calls_in_loops(package, analysis, &steps))
+        .collect();
     let mut called_elsewhere: HashMap<String, (String, String)> = HashMap::new();
-    for analysis in modules.iter_mut() {
-        for (scope, range) in step_calls_in_loops(package, analysis, &steps, &mut called_elsewhere)
+    for (analysis, calls) in modules.iter_mut().zip(calls_per_module) {
+        for StepCall {
+            scope,
+            range,
+            step,
+            caller,
+        } in calls
         {
+            called_elsewhere.entry(step).or_insert(caller);
             add_site_once(
                 &mut analysis.sites,
                 TrainingSite {
@@ -153,15 +167,23 @@ fn gradient_tape_step_functions(modules: &[ModuleAnalysis]) -> HashSet<String> {
     steps
 }
 
-/// Calls, inside a loop, of a step function defined in another module: the
-/// scope index and range of each. Records the first such call of each step
-/// in `called_elsewhere`.
+/// A call, inside a loop, of a step function defined in another module.
+struct StepCall {
+    scope: usize,
+    range: Range<usize>,
+    /// The step function's qualified name.
+    step: String,
+    /// Module path and line of the call.
+    caller: (String, String),
+}
+
+/// Calls, inside a loop, of a step function defined in another module, in
+/// source order.
 fn step_calls_in_loops(
     package: &Package,
     analysis: &ModuleAnalysis,
     steps: &HashSet<String>,
-    called_elsewhere: &mut HashMap<String, (String, String)>,
-) -> Vec<(usize, Range<usize>)> {
+) -> Vec<StepCall> {
     let module = analysis.module;
     let mut found = Vec::new();
     for (index, scope) in analysis.scopes.iter().enumerate() {
@@ -175,12 +197,14 @@ fn step_calls_in_loops(
                 let in_loop = path_to(scope.body, &span(stmt))
                     .is_some_and(|path| path.iter().any(|stmt| is_loop(stmt)));
                 if calls_a_step && in_loop {
-                    found.push((index, span(call)));
-                    called_elsewhere.entry(callee).or_insert_with(|| {
-                        (
+                    found.push(StepCall {
+                        scope: index,
+                        range: span(call),
+                        step: callee,
+                        caller: (
                             module.source.relative_path.clone(),
                             module.source.line_label(span(call).start),
-                        )
+                        ),
                     });
                 }
             }
@@ -313,30 +337,48 @@ fn delegations(
     modules: &[ModuleAnalysis],
     candidates: &[DelegatedFit],
 ) -> Vec<Delegation> {
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    // Modules in parallel, each one's delegations in order.
+    modules
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(caller_module, analysis)| {
+            delegations_from(package, caller_module, analysis, candidates)
+        })
+        .collect()
+}
+
+/// The calls of one module that pass a known model to a candidate's parameter.
+fn delegations_from(
+    package: &Package,
+    caller_module: usize,
+    analysis: &ModuleAnalysis,
+    candidates: &[DelegatedFit],
+) -> Vec<Delegation> {
     let mut confirmed = Vec::new();
-    for (caller_module, analysis) in modules.iter().enumerate() {
-        for (index, scope) in analysis.scopes.iter().enumerate() {
-            for (_, call) in calls_in_scope(scope) {
-                let Some(callee) = callee_name(package, analysis.module, scope, &call.func) else {
-                    continue;
-                };
-                for candidate in candidates.iter().filter(|candidate| {
-                    candidate.function == callee && candidate.module != caller_module
-                }) {
-                    let argument = keyword(call, &candidate.parameter)
-                        .map(|keyword| &keyword.value)
-                        .or_else(|| call.args.get(candidate.parameter_index));
-                    let passes_a_model = argument
-                        .and_then(dotted_name)
-                        .is_some_and(|name| analysis.models[index].contains(&name));
-                    if passes_a_model {
-                        confirmed.push(Delegation {
-                            fit: candidate.clone(),
-                            caller_module,
-                            caller_scope: index,
-                            call: span(call),
-                        });
-                    }
+    for (index, scope) in analysis.scopes.iter().enumerate() {
+        for (_, call) in calls_in_scope(scope) {
+            let Some(callee) = callee_name(package, analysis.module, scope, &call.func) else {
+                continue;
+            };
+            for candidate in candidates.iter().filter(|candidate| {
+                candidate.function == callee && candidate.module != caller_module
+            }) {
+                let argument = keyword(call, &candidate.parameter)
+                    .map(|keyword| &keyword.value)
+                    .or_else(|| call.args.get(candidate.parameter_index));
+                let passes_a_model = argument
+                    .and_then(dotted_name)
+                    .is_some_and(|name| analysis.models[index].contains(&name));
+                if passes_a_model {
+                    confirmed.push(Delegation {
+                        fit: candidate.clone(),
+                        caller_module,
+                        caller_scope: index,
+                        call: span(call),
+                    });
                 }
             }
         }

@@ -53,12 +53,10 @@ pub(super) fn model_factories(
                 let factories = &factories;
                 scopes
                     .iter()
-                    .filter(|scope| scope.function.is_some())
-                    .filter(move |scope| {
-                        let models =
-                            model_names(package, module, scope, factories, &HashSet::new());
-                        returns_model(package, module, scope, &models, factories)
+                    .filter(|scope| {
+                        scope.function.is_some() && !factories.contains(&scope.qualified_name)
                     })
+                    .filter(move |scope| returns_model(package, module, scope, factories))
                     .map(|scope| scope.qualified_name.clone())
             })
             .collect();
@@ -247,23 +245,27 @@ fn returns_model(
     package: &Package,
     module: &Module,
     scope: &Scope,
-    models: &HashSet<String>,
     factories: &HashSet<String>,
 ) -> bool {
-    let mut found = false;
+    let mut returned = Vec::new();
     for_each_statement(scope.body, false, &mut |stmt| {
         if let Stmt::Return(ast::StmtReturn {
             value: Some(value), ..
         }) = stmt
         {
-            found |= match value.as_ref() {
-                Expr::Name(name) => models.contains(name.id.as_str()),
-                Expr::Call(call) => creates_model(package, module, scope, call, factories),
-                _ => false,
-            };
+            returned.push(value.as_ref());
         }
     });
-    found
+    // The scope's models are worked out only when it returns a name: most
+    // functions of a large package return none, and this runs on all of them.
+    let mut models: Option<HashSet<String>> = None;
+    returned.into_iter().any(|value| match value {
+        Expr::Name(name) => models
+            .get_or_insert_with(|| model_names(package, module, scope, factories, &HashSet::new()))
+            .contains(name.id.as_str()),
+        Expr::Call(call) => creates_model(package, module, scope, call, factories),
+        _ => false,
+    })
 }
 
 /// Whether a canonical name is an Estimator class of the library.

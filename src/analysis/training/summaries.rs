@@ -3,6 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rayon::prelude::*;
+
 use super::scopes::called_functions;
 use super::{FunctionSummary, ModuleAnalysis, TrainingPattern};
 use crate::analysis::package::Package;
@@ -15,31 +17,48 @@ pub(super) fn function_summaries(
     modules: &[ModuleAnalysis],
     factories: &HashSet<String>,
 ) -> HashMap<String, FunctionSummary> {
+    // Modules in parallel (resolving every call is the cost), then merged in
+    // module order, as before (a name defined twice keeps the later one).
+    let per_module: Vec<Vec<(String, FunctionSummary)>> = modules
+        .par_iter()
+        .map(|analysis| module_function_summaries(package, analysis, factories))
+        .collect();
     let mut functions = HashMap::new();
-    for analysis in modules {
-        for (index, scope) in analysis.scopes.iter().enumerate() {
-            let Some(function) = scope.function else {
-                continue;
-            };
-            let direct = analysis
-                .sites
-                .iter()
-                .filter(|site| site.scope == index)
-                .map(|site| site.pattern)
-                .collect::<HashSet<_>>();
-            functions.insert(
-                scope.qualified_name.clone(),
-                FunctionSummary {
-                    module: analysis.module.name.clone(),
-                    reaches: direct.clone(),
-                    direct,
-                    calls: called_functions(package, analysis.module, scope),
-                    returns_model: factories.contains(&scope.qualified_name),
-                    defined_conditionally: scope.defined_conditionally,
-                    range: span(function),
-                },
-            );
-        }
+    for (name, summary) in per_module.into_iter().flatten() {
+        functions.insert(name, summary);
+    }
+    functions
+}
+
+/// The summaries of one module's functions.
+fn module_function_summaries(
+    package: &Package,
+    analysis: &ModuleAnalysis,
+    factories: &HashSet<String>,
+) -> Vec<(String, FunctionSummary)> {
+    let mut functions = Vec::new();
+    for (index, scope) in analysis.scopes.iter().enumerate() {
+        let Some(function) = scope.function else {
+            continue;
+        };
+        let direct = analysis
+            .sites
+            .iter()
+            .filter(|site| site.scope == index)
+            .map(|site| site.pattern)
+            .collect::<HashSet<_>>();
+        functions.push((
+            scope.qualified_name.clone(),
+            FunctionSummary {
+                module: analysis.module.name.clone(),
+                reaches: direct.clone(),
+                direct,
+                calls: called_functions(package, analysis.module, scope),
+                returns_model: factories.contains(&scope.qualified_name),
+                defined_conditionally: scope.defined_conditionally,
+                range: span(function),
+            },
+        ));
     }
     functions
 }
