@@ -5,4 +5,5 @@ pub mod edit;
 pub mod magics;
 pub mod notebook;
 pub mod parse;
+mod pieces;
 pub mod source;

@@ -110,13 +110,25 @@ pub fn read_source(path: &Path, relative_path: String) -> Result<SourceFile, Loa
 /// stream ends at the first violation (kept in `violation`) and after a
 /// lexical error (which the parser then reports, or an earlier syntax error).
 /// Streamed into the parser, so that no file's tokens are held all at once.
-struct DepthCheckedTokens<I> {
+pub(super) struct DepthCheckedTokens<I> {
     tokens: I,
     bracket_depth: usize,
     indent_depth: usize,
     /// Where nesting went too deep, and the message.
-    violation: Option<(usize, String)>,
+    pub(super) violation: Option<(usize, String)>,
     finished: bool,
+}
+
+impl<I> DepthCheckedTokens<I> {
+    pub(super) fn new(tokens: I) -> Self {
+        DepthCheckedTokens {
+            tokens,
+            bracket_depth: 0,
+            indent_depth: 0,
+            violation: None,
+            finished: false,
+        }
+    }
 }
 
 impl<I: Iterator<Item = LexResult>> Iterator for DepthCheckedTokens<I> {
@@ -157,20 +169,23 @@ impl<I: Iterator<Item = LexResult>> Iterator for DepthCheckedTokens<I> {
     }
 }
 
-/// Parses Python source into statements.
+/// Parses Python source into statements. A large file is parsed in pieces in
+/// parallel when it splits cleanly (`super::pieces`); otherwise, and to report
+/// an error, as a whole.
 pub fn parse_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError> {
+    if let Some(body) = super::pieces::parse_in_pieces(text, path) {
+        return Ok(body);
+    }
+    parse_whole_module(text, path)
+}
+
+fn parse_whole_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError> {
     // Lines are indexed only to place an error: most files have none.
     let syntax_error = |offset: usize, message: String| LoadError::Syntax {
         location: LineIndex::new(text).location(text, offset),
         message,
     };
-    let mut tokens = DepthCheckedTokens {
-        tokens: lex(text, Mode::Module),
-        bracket_depth: 0,
-        indent_depth: 0,
-        violation: None,
-        finished: false,
-    };
+    let mut tokens = DepthCheckedTokens::new(lex(text, Mode::Module));
     let parsed = parse_tokens(&mut tokens, Mode::Module, path);
     if parsed.is_err() {
         // Too deep nesting anywhere before a lexical error is reported
