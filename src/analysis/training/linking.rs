@@ -54,21 +54,25 @@ pub(super) fn attach_estimator_model_functions(package: &Package, modules: &mut 
 
 /// Final names of the functions passed as `model_fn` to Estimator constructions.
 fn estimator_model_functions(package: &Package, modules: &[ModuleAnalysis]) -> Vec<String> {
-    // Modules in parallel: every call of the package is looked at.
+    // Every scope of every module in parallel: each call is looked at.
     modules
         .par_iter()
-        .flat_map_iter(|analysis| {
+        .flat_map(|analysis| {
+            analysis
+                .scopes
+                .par_iter()
+                .map(move |scope| (analysis, scope))
+        })
+        .flat_map_iter(|(analysis, scope)| {
             let mut found = Vec::new();
-            for scope in &analysis.scopes {
-                for (_, call) in calls_in_scope(scope) {
-                    if !creates_estimator(package, analysis.module, scope, call) {
-                        continue;
-                    }
-                    if let Some(argument) = model_function_argument(call)
-                        && let Some(name) = model_function_name(package, analysis, scope, argument)
-                    {
-                        found.push(name);
-                    }
+            for (_, call) in calls_in_scope(scope) {
+                if !creates_estimator(package, analysis.module, scope, call) {
+                    continue;
+                }
+                if let Some(argument) = model_function_argument(call)
+                    && let Some(name) = model_function_name(package, analysis, scope, argument)
+                {
+                    found.push(name);
                 }
             }
             found
@@ -185,32 +189,36 @@ fn step_calls_in_loops(
     steps: &HashSet<String>,
 ) -> Vec<StepCall> {
     let module = analysis.module;
-    let mut found = Vec::new();
-    for (index, scope) in analysis.scopes.iter().enumerate() {
-        for_each_statement(scope.body, false, &mut |stmt| {
-            for call in calls_in_statement(stmt) {
-                let Some(callee) = callee_name(package, module, scope, &call.func) else {
-                    continue;
-                };
-                let calls_a_step =
-                    steps.contains(&callee) && !callee.starts_with(&format!("{}.", module.name));
-                let in_loop = path_to(scope.body, &span(stmt))
-                    .is_some_and(|path| path.iter().any(|stmt| is_loop(stmt)));
-                if calls_a_step && in_loop {
-                    found.push(StepCall {
-                        scope: index,
-                        range: span(call),
-                        step: callee,
-                        caller: (
-                            module.source.relative_path.clone(),
-                            module.source.line_label(span(call).start),
-                        ),
-                    });
+    // Scopes in parallel: every call is resolved.
+    let scopes = analysis.scopes.par_iter().enumerate();
+    scopes
+        .flat_map_iter(|(index, scope)| {
+            let mut found = Vec::new();
+            for_each_statement(scope.body, false, &mut |stmt| {
+                for call in calls_in_statement(stmt) {
+                    let Some(callee) = callee_name(package, module, scope, &call.func) else {
+                        continue;
+                    };
+                    let calls_a_step = steps.contains(&callee)
+                        && !callee.starts_with(&format!("{}.", module.name));
+                    let in_loop = path_to(scope.body, &span(stmt))
+                        .is_some_and(|path| path.iter().any(|stmt| is_loop(stmt)));
+                    if calls_a_step && in_loop {
+                        found.push(StepCall {
+                            scope: index,
+                            range: span(call),
+                            step: callee,
+                            caller: (
+                                module.source.relative_path.clone(),
+                                module.source.line_label(span(call).start),
+                            ),
+                        });
+                    }
                 }
-            }
-        });
-    }
-    found
+            });
+            found
+        })
+        .collect()
 }
 
 /// The step's own module is run by the loop that calls it: no init block of

@@ -245,9 +245,10 @@ impl<'a> ModuleAnalysis<'a> {
     fn index_facts(&mut self, package: &Package) {
         // Values are resolved where rules will ask: in modules that train.
         if !self.sites.is_empty() {
-            for scope in &mut self.scopes {
-                index::resolve_values(package, self.module, scope);
-            }
+            let module = self.module;
+            self.scopes
+                .par_iter_mut()
+                .for_each(|scope| index::resolve_values(package, module, scope));
         }
         self.index = index::module_facts(&self.scopes);
     }

@@ -49,10 +49,10 @@ pub(super) fn model_factories(
             .modules
             .par_iter()
             .zip(scopes_per_module)
-            .flat_map_iter(|(module, scopes)| {
+            .flat_map(|(module, scopes)| {
                 let factories = &factories;
                 scopes
-                    .iter()
+                    .par_iter()
                     .filter(|scope| {
                         scope.function.is_some() && !factories.contains(&scope.qualified_name)
                     })
@@ -78,7 +78,7 @@ pub(super) fn models_per_scope(
 ) -> Vec<HashSet<String>> {
     let top_level_models = model_names(package, module, &scopes[0], factories, &HashSet::new());
     let mut models: Vec<HashSet<String>> = scopes
-        .iter()
+        .par_iter()
         .map(|scope| {
             if scope.function.is_none() {
                 top_level_models.clone()
@@ -153,27 +153,27 @@ fn model_attributes_of_classes(
     scopes: &[Scope],
     models: &[HashSet<String>],
 ) -> Vec<HashSet<String>> {
+    // Grouped by class first: comparing every method with every other is
+    // quadratic in a large module.
+    let mut attributes_of_class: HashMap<*const ast::StmtClassDef, HashSet<String>> =
+        HashMap::new();
+    for (scope, names) in scopes.iter().zip(models) {
+        if let Some(class) = scope.class {
+            let attributes = names.iter().filter(|name| name.starts_with("self."));
+            attributes_of_class
+                .entry(std::ptr::from_ref(class))
+                .or_default()
+                .extend(attributes.cloned());
+        }
+    }
     scopes
         .iter()
         .map(|scope| {
-            let Some(class) = scope.class else {
-                return HashSet::new();
-            };
-            scopes
-                .iter()
-                .zip(models)
-                .filter(|(other, _)| {
-                    other
-                        .class
-                        .is_some_and(|other_class| std::ptr::eq(other_class, class))
-                })
-                .flat_map(|(_, names)| {
-                    names
-                        .iter()
-                        .filter(|name| name.starts_with("self."))
-                        .cloned()
-                })
-                .collect()
+            scope
+                .class
+                .and_then(|class| attributes_of_class.get(&std::ptr::from_ref(class)))
+                .cloned()
+                .unwrap_or_default()
         })
         .collect()
 }

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
+use rayon::prelude::*;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::models::{creates_model, estimator_names, has_keras_fit_keyword};
@@ -26,20 +27,32 @@ pub fn is_gradient_tape_call(bindings: &Bindings, expr: &Expr) -> bool {
 /// Fills a module's `sites` and `assumed_models` from its own code.
 pub(super) fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
     let module = ModuleFacts::of(package, analysis.module);
-    let mut found = FoundSites::default();
     // Computed once: scanning the top level for every scope is quadratic on large modules.
     let top_level_estimators = estimator_names(package, analysis.module, &analysis.scopes[0]);
-    for (index, scope) in analysis.scopes.iter().enumerate() {
-        let mut estimators = estimator_names(package, analysis.module, scope);
-        estimators.extend(top_level_estimators.iter().cloned());
-        let scope = ScopeFacts {
-            index,
-            scope,
-            models: &analysis.models[index],
-            estimators,
-            in_model_step: is_keras_model_step(package, analysis.module, scope),
-        };
-        find_sites_in_scope(&module, &scope, &mut found);
+    // Scopes in parallel (a large module is one task of the package's).
+    let per_scope: Vec<FoundSites> = analysis
+        .scopes
+        .par_iter()
+        .enumerate()
+        .map(|(index, scope)| {
+            let mut estimators = estimator_names(package, analysis.module, scope);
+            estimators.extend(top_level_estimators.iter().cloned());
+            let scope = ScopeFacts {
+                index,
+                scope,
+                models: &analysis.models[index],
+                estimators,
+                in_model_step: is_keras_model_step(package, analysis.module, scope),
+            };
+            let mut found = FoundSites::default();
+            find_sites_in_scope(&module, &scope, &mut found);
+            found
+        })
+        .collect();
+    let mut found = FoundSites::default();
+    for part in per_scope {
+        found.sites.extend(part.sites);
+        found.assumed_models.extend(part.assumed_models);
     }
     found.sites.sort_by_key(|site| site.range.start);
     analysis.sites = found.sites;

@@ -36,31 +36,31 @@ fn module_function_summaries(
     analysis: &ModuleAnalysis,
     factories: &HashSet<String>,
 ) -> Vec<(String, FunctionSummary)> {
-    let mut functions = Vec::new();
-    for (index, scope) in analysis.scopes.iter().enumerate() {
-        let Some(function) = scope.function else {
-            continue;
-        };
-        let direct = analysis
-            .sites
-            .iter()
-            .filter(|site| site.scope == index)
-            .map(|site| site.pattern)
-            .collect::<HashSet<_>>();
-        functions.push((
-            scope.qualified_name.clone(),
-            FunctionSummary {
-                module: analysis.module.name.clone(),
-                reaches: direct.clone(),
-                direct,
-                calls: called_functions(package, analysis.module, scope),
-                returns_model: factories.contains(&scope.qualified_name),
-                defined_conditionally: scope.defined_conditionally,
-                range: span(function),
-            },
-        ));
-    }
-    functions
+    // Scopes in parallel too: one large module is one task of the package's.
+    let scopes = analysis.scopes.par_iter().enumerate();
+    scopes
+        .filter_map(|(index, scope)| {
+            let function = scope.function?;
+            let direct = analysis
+                .sites
+                .iter()
+                .filter(|site| site.scope == index)
+                .map(|site| site.pattern)
+                .collect::<HashSet<_>>();
+            Some((
+                scope.qualified_name.clone(),
+                FunctionSummary {
+                    module: analysis.module.name.clone(),
+                    reaches: direct.clone(),
+                    direct,
+                    calls: called_functions(package, analysis.module, scope),
+                    returns_model: factories.contains(&scope.qualified_name),
+                    defined_conditionally: scope.defined_conditionally,
+                    range: span(function),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// Adds to each function the patterns its callees reach, until nothing
