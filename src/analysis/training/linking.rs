@@ -201,9 +201,12 @@ fn step_calls_in_loops(
                     };
                     let calls_a_step = steps.contains(&callee)
                         && !callee.starts_with(&format!("{}.", module.name));
-                    let in_loop = path_to(scope.body, &span(stmt))
-                        .is_some_and(|path| path.iter().any(|stmt| is_loop(stmt)));
-                    if calls_a_step && in_loop {
+                    // The statement's path is looked up only for a step's call.
+                    let in_loop = || {
+                        path_to(scope.body, &span(stmt))
+                            .is_some_and(|path| path.iter().any(|stmt| is_loop(stmt)))
+                    };
+                    if calls_a_step && in_loop() {
                         found.push(StepCall {
                             scope: index,
                             range: span(call),

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
+use rayon::prelude::*;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::Scope;
@@ -30,7 +31,7 @@ pub(super) fn collect_scopes<'a>(module: &'a Module, package: &Package) -> Vec<S
             class: None,
             parent: None,
             defined_conditionally: false,
-            facts: index::scope_facts(&module.body),
+            facts: Default::default(),
         }],
     };
     let top_level = Enclosing {
@@ -40,7 +41,12 @@ pub(super) fn collect_scopes<'a>(module: &'a Module, package: &Package) -> Vec<S
         conditional: false,
     };
     collector.collect_nested_scopes(&module.body, &top_level);
-    collector.scopes
+    // Each scope's facts are its own: indexed in parallel once scopes are known.
+    let mut scopes = collector.scopes;
+    scopes
+        .par_iter_mut()
+        .for_each(|scope| scope.facts = index::scope_facts(scope.body));
+    scopes
 }
 
 /// Where a body sits while its scopes are collected.
@@ -158,7 +164,7 @@ impl<'a> ScopeCollector<'a, '_> {
             class: enclosing.class,
             parent: Some(enclosing.parent),
             defined_conditionally: enclosing.conditional,
-            facts: index::scope_facts(function.body),
+            facts: Default::default(),
         });
         let function_body = Enclosing {
             parent: self.scopes.len() - 1,
