@@ -15,7 +15,7 @@ use rustpython_parser::ast::Stmt;
 
 use super::bindings::ModuleIndex;
 use super::import_lines;
-use super::package::{FileProblem, FileProblemKind, Module, Package, imported_package_modules};
+use super::package::{FileProblem, FileProblemKind, Module, Package};
 use crate::python::notebook::{Notebook, NotebookError};
 use crate::python::parse::{LoadError, decode, parse_module};
 use crate::python::source::SourceFile;
@@ -175,7 +175,7 @@ impl<'f> Loader<'f> {
                 let result = parse_module(&file.text, &file.relative_path).map(|body| {
                     let module = loader.module(index, body, module_names);
                     let imports = if loader.follows_imports[index] {
-                        imported_package_modules(&module, module_names)
+                        module.imports.clone()
                     } else {
                         Vec::new()
                     };

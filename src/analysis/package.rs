@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use rustpython_parser::ast::{self, Stmt};
 
@@ -30,6 +29,9 @@ pub struct Module {
     pub bindings: Bindings,
     /// Start offsets of top-level definitions, by name.
     definitions: HashMap<String, usize>,
+    /// The package modules it imports, found once (loading follows them, and
+    /// a changed module's dependents are found through them).
+    pub imports: Vec<String>,
 }
 
 /// The statement starting at `start`, found by binary search down the nesting.
@@ -62,11 +64,13 @@ impl Module {
             body,
             bindings: Bindings::default(),
             definitions: HashMap::new(),
+            imports: Vec::new(),
         };
         module.index_definitions();
         let context = module.context(module_names);
         module.bindings = collect_bindings(&module.body, &context, &Bindings::default());
         assume_unbound_tf(&mut module);
+        module.imports = imported_package_modules(&module, module_names);
         module
     }
 
@@ -282,14 +286,9 @@ impl Package {
     /// The given files plus every parsed module that imports one of them,
     /// transitively (a training script importing a changed model module).
     pub fn with_dependents(&self, files: &HashSet<String>) -> HashSet<String> {
-        let imports_per_module: Vec<Vec<String>> = self
-            .modules
-            .par_iter()
-            .map(|module| imported_package_modules(module, &self.module_names))
-            .collect();
         let mut importers: HashMap<&str, Vec<&Module>> = HashMap::new();
-        for (module, imports) in self.modules.iter().zip(&imports_per_module) {
-            for imported in imports {
+        for module in &self.modules {
+            for imported in &module.imports {
                 if let Some(target) = self.module(imported) {
                     importers
                         .entry(target.source.relative_path.as_str())
@@ -474,11 +473,8 @@ fn class_base_name(module: &Module, base: &ast::Expr) -> Option<String> {
     super::walk::dotted_name(base).map(|name| format!("{}.{name}", module.name))
 }
 
-/// Package modules a module imports (for the parse closure).
-pub(super) fn imported_package_modules(
-    module: &Module,
-    package_modules: &ModuleIndex,
-) -> Vec<String> {
+/// Package modules a module imports.
+fn imported_package_modules(module: &Module, package_modules: &ModuleIndex) -> Vec<String> {
     let mut imported = Vec::new();
     let context = module.context(package_modules);
     super::walk::for_each_statement(&module.body, true, &mut |stmt| match stmt {
