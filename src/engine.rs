@@ -144,7 +144,7 @@ fn analyse_and_rewrite(
     request: &RunRequest,
     read: Vec<Result<ReadFile, FileProblem>>,
 ) -> RunOutcome {
-    let package = Package::from_read_files(&request.root, read);
+    let package = Package::from_read_files(&request.root, read, request.scope.as_ref());
     let options = RuleOptions {
         shard_datasets: request.config.shard_datasets,
         warmup_epochs: request.config.warmup_epochs,

@@ -15,6 +15,7 @@ use rustpython_parser::ast::Stmt;
 
 use super::bindings::ModuleIndex;
 use super::import_lines;
+use super::neighbourhood;
 use super::package::{FileProblem, FileProblemKind, Module, Package};
 use crate::python::notebook::{Notebook, NotebookError};
 use crate::python::parse::{LoadError, decode, parse_module};
@@ -89,6 +90,8 @@ pub(super) struct Loader<'f> {
     names: &'f [(String, bool)],
     index_of_name: FxHashMap<&'f str, usize>,
     parsed: Vec<bool>,
+    /// Files that may be parsed: all, or a selection's import neighbourhood.
+    loadable: Vec<bool>,
     /// Imports are followed from files that can matter (they mention an ML
     /// library, or such a file imports them), not from a file parsed only
     /// because it imports one: a utility must not pull its own imports in.
@@ -106,7 +109,22 @@ impl<'f> Loader<'f> {
                 .map(|(index, (name, _))| (name.as_str(), index))
                 .collect(),
             parsed: vec![false; files.len()],
+            loadable: vec![true; files.len()],
             follows_imports: files.iter().map(mentions_relevant_word).collect(),
+        }
+    }
+
+    /// Restricts loading to the import neighbourhood of the selected files,
+    /// unless that is most of the package.
+    pub(super) fn keep_to_neighbourhood_of(&mut self, selected: &HashSet<String>) {
+        let paths: Vec<&str> = self
+            .files
+            .iter()
+            .map(|file| file.relative_path.as_str())
+            .collect();
+        let texts: Vec<&str> = self.files.iter().map(|file| file.text.as_str()).collect();
+        if let Some(loadable) = neighbourhood::files_to_load(&paths, &texts, self.names, selected) {
+            self.loadable = loadable;
         }
     }
 
@@ -114,7 +132,7 @@ impl<'f> Loader<'f> {
     /// until closed.
     pub(super) fn parse_all(&mut self, package: &mut Package) {
         let mut wanted: Vec<usize> = (0..self.files.len())
-            .filter(|&index| mentions_relevant_word(&self.files[index]))
+            .filter(|&index| self.loadable[index] && mentions_relevant_word(&self.files[index]))
             .collect();
         loop {
             while !wanted.is_empty() {
@@ -149,7 +167,7 @@ impl<'f> Loader<'f> {
             return Vec::new();
         }
         (0..self.files.len())
-            .filter(|&index| !self.parsed[index])
+            .filter(|&index| self.loadable[index] && !self.parsed[index])
             .filter(|&index| {
                 let (name, is_package_init) = &self.names[index];
                 let package = import_lines::package_of(name, *is_package_init);

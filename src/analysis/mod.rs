@@ -7,6 +7,7 @@ pub mod index;
 pub mod keras_version;
 pub mod library;
 pub mod loader;
+pub mod neighbourhood;
 pub mod package;
 pub mod training;
 pub mod walk;

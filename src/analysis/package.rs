@@ -241,11 +241,17 @@ impl Package {
     /// Reads every given file (paths relative to `root`), parses those that can
     /// matter, in parallel, and builds module bindings.
     pub fn load(root: &Path, relative_paths: &[String]) -> Package {
-        Package::from_read_files(root, read_files(root, relative_paths))
+        Package::from_read_files(root, read_files(root, relative_paths), None)
     }
 
-    /// The package of files already read (`read_files`), parsing those that can matter.
-    pub fn from_read_files(root: &Path, read: Vec<Result<ReadFile, FileProblem>>) -> Package {
+    /// The package of files already read (`read_files`), parsing those that
+    /// can matter. With `selected` files, only those in their import
+    /// neighbourhood (`super::neighbourhood`): what their rewrite depends on.
+    pub fn from_read_files(
+        root: &Path,
+        read: Vec<Result<ReadFile, FileProblem>>,
+        selected: Option<&HashSet<String>>,
+    ) -> Package {
         let mut package = Package {
             root: root.to_path_buf(),
             ..Package::default()
@@ -263,7 +269,11 @@ impl Package {
             .map(|file| module_name(&enclosing, &file.relative_path))
             .collect();
         package.module_names = ModuleIndex::new(names.iter().map(|(name, _)| name.clone()));
-        Loader::new(&files, &names).parse_all(&mut package);
+        let mut loader = Loader::new(&files, &names);
+        if let Some(selected) = selected {
+            loader.keep_to_neighbourhood_of(selected);
+        }
+        loader.parse_all(&mut package);
         package.index_modules();
         package
     }

@@ -1,0 +1,277 @@
+//! The files a run on a few selected files must load: the selected files,
+//! every file importing them (transitively), and everything those import
+//! (transitively), read from import lines without parsing.
+//!
+//! Everything the analysis links across modules follows imports: a model's
+//! factory or compile, a step function and the loop calling it, a `fit`
+//! handed a model by its caller, a callback class constructed elsewhere. So
+//! the rewrite of a selected file, and of the files that depend on it, is
+//! the same whether the rest of a large repository is loaded or not, and a
+//! pre-commit hook in a repository of many scripts parses a handful of files.
+//! Edges are over-approximated (a package import reaches its submodules and
+//! its parents), since a missed edge could change a rewrite and an extra one
+//! only costs time.
+
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap;
+
+use super::import_lines::{imported_modules, package_of, same_module};
+
+/// Above this share of the files, loading the neighbourhood saves little and
+/// working it out costs: the whole package is loaded instead.
+const MOST_OF_THE_PACKAGE: f64 = 0.5;
+
+/// Per file, whether a run selecting `selected` must load it; `None` when
+/// that is most of the package (load everything, as with no selection).
+/// `texts` and `names` (module name, whether a package `__init__`) are per
+/// file, in the same order as `paths`.
+pub fn files_to_load(
+    paths: &[&str],
+    texts: &[&str],
+    names: &[(String, bool)],
+    selected: &HashSet<String>,
+) -> Option<Vec<bool>> {
+    let limit = (paths.len() as f64 * MOST_OF_THE_PACKAGE).max(1.0) as usize;
+    let mut wanted: Vec<bool> = paths.iter().map(|path| selected.contains(*path)).collect();
+    if count(&wanted) > limit {
+        return None;
+    }
+    let graph = ImportGraph::new(texts, names);
+    // Importers of the selection, transitively.
+    let mut frontier: Vec<usize> = (0..paths.len()).filter(|&index| wanted[index]).collect();
+    while !frontier.is_empty() {
+        frontier = graph.importers_of(&frontier, &mut wanted);
+        if count(&wanted) > limit {
+            return None;
+        }
+    }
+    // What all of those import, transitively.
+    let mut frontier: Vec<usize> = (0..paths.len()).filter(|&index| wanted[index]).collect();
+    while let Some(index) = frontier.pop() {
+        for &imported in &graph.imports[index] {
+            if !wanted[imported] {
+                wanted[imported] = true;
+                frontier.push(imported);
+            }
+        }
+    }
+    (count(&wanted) <= limit).then_some(wanted)
+}
+
+fn count(flags: &[bool]) -> usize {
+    flags.iter().filter(|flag| **flag).count()
+}
+
+/// Which package files each file imports, by its import lines.
+struct ImportGraph {
+    imports: Vec<Vec<usize>>,
+}
+
+impl ImportGraph {
+    fn new(texts: &[&str], names: &[(String, bool)]) -> Self {
+        // Candidates by last name segment: `same_module` also matches a name
+        // lacking the package prefix (a root inside the package).
+        let mut modules = Modules::default();
+        for (index, (name, _)) in names.iter().enumerate() {
+            modules
+                .by_last_segment
+                .entry(last_segment(name))
+                .or_default()
+                .push(index);
+            let mut parent = name.as_str();
+            while let Some((shorter, _)) = parent.rsplit_once('.') {
+                modules.submodules.entry(shorter).or_default().push(index);
+                parent = shorter;
+            }
+        }
+        let imports = texts
+            .iter()
+            .zip(names)
+            .map(|(text, (name, is_package_init))| {
+                let package = package_of(name, *is_package_init);
+                let mut found = Vec::new();
+                for imported in imported_modules(text, package) {
+                    reached_modules(&imported, names, &modules, &mut found);
+                }
+                found.sort_unstable();
+                found.dedup();
+                found
+            })
+            .collect();
+        ImportGraph { imports }
+    }
+
+    /// Files importing one of `targets`, not yet wanted: marked, and returned.
+    fn importers_of(&self, targets: &[usize], wanted: &mut [bool]) -> Vec<usize> {
+        let targets: HashSet<usize> = targets.iter().copied().collect();
+        let mut found = Vec::new();
+        for (index, imports) in self.imports.iter().enumerate() {
+            if !wanted[index] && imports.iter().any(|imported| targets.contains(imported)) {
+                wanted[index] = true;
+                found.push(index);
+            }
+        }
+        found
+    }
+}
+
+/// The package's module names, indexed for `reached_modules`.
+#[derive(Default)]
+struct Modules<'n> {
+    /// Candidates by last name segment: `same_module` also matches a name
+    /// lacking the package prefix (a root inside the package).
+    by_last_segment: FxHashMap<&'n str, Vec<usize>>,
+    /// The modules under each package name.
+    submodules: FxHashMap<&'n str, Vec<usize>>,
+}
+
+/// The files an imported dotted name may run: the module itself, its parent
+/// packages, and, for a package, its submodules (`from pkg import (` over
+/// several lines names them where the scan cannot see).
+fn reached_modules(
+    imported: &str,
+    names: &[(String, bool)],
+    modules: &Modules,
+    found: &mut Vec<usize>,
+) {
+    // A namespace package has no module of its own name.
+    found.extend(modules.submodules.get(imported).into_iter().flatten());
+    let mut prefix = imported;
+    let mut is_imported_name = true;
+    loop {
+        let candidates = modules.by_last_segment.get(last_segment(prefix));
+        for &index in candidates.into_iter().flatten() {
+            let name = &names[index].0;
+            if !same_module(prefix, name) {
+                continue;
+            }
+            found.push(index);
+            if is_imported_name {
+                found.extend(modules.submodules.get(name.as_str()).into_iter().flatten());
+            }
+        }
+        match prefix.rsplit_once('.') {
+            Some((parent, _)) => prefix = parent,
+            None => break,
+        }
+        is_imported_name = false;
+    }
+}
+
+fn last_segment(name: &str) -> &str {
+    name.rsplit_once('.').map_or(name, |(_, last)| last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(files: &[(&str, &str, &str)], selected: &[&str]) -> Option<Vec<String>> {
+        let paths: Vec<&str> = files.iter().map(|(path, _, _)| *path).collect();
+        let names: Vec<(String, bool)> = files
+            .iter()
+            .map(|(path, name, _)| (name.to_string(), path.ends_with("__init__.py")))
+            .collect();
+        let texts: Vec<&str> = files.iter().map(|(_, _, text)| *text).collect();
+        let selected = selected.iter().map(|path| path.to_string()).collect();
+        let wanted = files_to_load(&paths, &texts, &names, &selected)?;
+        Some(
+            paths
+                .iter()
+                .zip(wanted)
+                .filter(|(_, wanted)| *wanted)
+                .map(|(path, _)| path.to_string())
+                .collect(),
+        )
+    }
+
+    /// Ten unrelated scripts, and a small trainer package.
+    fn repository() -> Vec<(&'static str, &'static str, &'static str)> {
+        let mut files = vec![
+            ("trainer/__init__.py", "trainer", ""),
+            (
+                "trainer/model.py",
+                "trainer.model",
+                "import tensorflow as tf\nfrom trainer import layers\n",
+            ),
+            (
+                "trainer/layers.py",
+                "trainer.layers",
+                "import tensorflow as tf\n",
+            ),
+            (
+                "trainer/task.py",
+                "trainer.task",
+                "from trainer import (\n    model,\n)\n",
+            ),
+            (
+                "trainer/callbacks.py",
+                "trainer.callbacks",
+                "import tensorflow as tf\n",
+            ),
+        ];
+        let scripts = [
+            "script0.py",
+            "script1.py",
+            "script2.py",
+            "script3.py",
+            "script4.py",
+            "script5.py",
+            "script6.py",
+            "script7.py",
+            "script8.py",
+            "script9.py",
+        ];
+        for script in scripts {
+            files.push((
+                script,
+                script.trim_end_matches(".py"),
+                "import tensorflow as tf\n",
+            ));
+        }
+        files
+    }
+
+    #[test]
+    fn a_changed_model_module_loads_its_importers_and_their_imports_only() {
+        let loaded = load(&repository(), &["trainer/model.py"]).expect("a small neighbourhood");
+        // The driver imports it over several lines; the package import
+        // reaches every submodule, an over-approximation on purpose.
+        for expected in [
+            "trainer/model.py",
+            "trainer/task.py",
+            "trainer/layers.py",
+            "trainer/__init__.py",
+        ] {
+            assert!(
+                loaded.contains(&expected.to_string()),
+                "{expected} in {loaded:?}"
+            );
+        }
+        assert!(
+            !loaded.iter().any(|path| path.starts_with("script")),
+            "{loaded:?}"
+        );
+    }
+
+    #[test]
+    fn a_changed_script_loads_itself_alone() {
+        assert_eq!(
+            load(&repository(), &["script3.py"]).unwrap(),
+            ["script3.py"]
+        );
+    }
+
+    #[test]
+    fn a_module_most_files_depend_on_loads_everything() {
+        let mut files = repository();
+        for file in files
+            .iter_mut()
+            .filter(|(path, _, _)| path.starts_with("script"))
+        {
+            file.2 = "from trainer import layers\n";
+        }
+        assert_eq!(load(&files, &["trainer/layers.py"]), None);
+    }
+}
