@@ -115,8 +115,20 @@ impl<'f> Loader<'f> {
     }
 
     /// Restricts loading to the import neighbourhood of the selected files,
-    /// unless that is most of the package.
+    /// unless that is most of the package. Not worked out when few files can
+    /// matter at all: loading them all is then cheaper than reading every
+    /// file's import lines.
     pub(super) fn keep_to_neighbourhood_of(&mut self, selected: &HashSet<String>) {
+        const FEW_FILES: usize = 64;
+        if self
+            .follows_imports
+            .iter()
+            .filter(|follows| **follows)
+            .count()
+            < FEW_FILES
+        {
+            return;
+        }
         let paths: Vec<&str> = self
             .files
             .iter()

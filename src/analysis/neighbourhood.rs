@@ -14,6 +14,7 @@
 
 use std::collections::HashSet;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::import_lines::{imported_modules, package_of, same_module};
@@ -86,7 +87,7 @@ impl ImportGraph {
             }
         }
         let imports = texts
-            .iter()
+            .par_iter()
             .zip(names)
             .map(|(text, (name, is_package_init))| {
                 let package = package_of(name, *is_package_init);

@@ -81,3 +81,34 @@ fn a_driver_importing_training_code_is_parsed_though_it_names_no_ml_library() {
     assert!(package.module("data").is_some());
     assert!(package.module("unrelated").is_none());
 }
+
+#[test]
+fn a_selection_loads_its_import_neighbourhood_in_a_large_package() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    std::fs::create_dir(root.join("trainer")).unwrap();
+    std::fs::write(root.join("trainer/__init__.py"), "").unwrap();
+    std::fs::write(root.join("trainer/model.py"), "import tensorflow as tf\n").unwrap();
+    std::fs::write(
+        root.join("trainer/task.py"),
+        "import tensorflow as tf\nfrom trainer import model\n",
+    )
+    .unwrap();
+    let mut files: Vec<String> = ["trainer/__init__.py", "trainer/model.py", "trainer/task.py"]
+        .map(String::from)
+        .to_vec();
+    // Many unrelated training scripts: enough that loading them is worth avoiding.
+    for index in 0..80 {
+        let name = format!("script_{index}.py");
+        std::fs::write(root.join(&name), "import tensorflow as tf\n").unwrap();
+        files.push(name);
+    }
+    let selected: HashSet<String> = ["trainer/model.py".to_string()].into();
+    let package = Package::from_read_files(root, read_files(root, &files), Some(&selected));
+    assert!(package.module("trainer.model").is_some());
+    assert!(package.module("trainer.task").is_some(), "it imports the model");
+    assert!(package.module("script_0").is_none());
+    // Without a selection, every file that can matter is loaded.
+    let whole = Package::from_read_files(root, read_files(root, &files), None);
+    assert!(whole.module("script_0").is_some());
+}
