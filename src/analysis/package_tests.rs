@@ -106,7 +106,10 @@ fn a_selection_loads_its_import_neighbourhood_in_a_large_package() {
     let selected: HashSet<String> = ["trainer/model.py".to_string()].into();
     let package = Package::from_read_files(root, read_files(root, &files), Some(&selected));
     assert!(package.module("trainer.model").is_some());
-    assert!(package.module("trainer.task").is_some(), "it imports the model");
+    assert!(
+        package.module("trainer.task").is_some(),
+        "it imports the model"
+    );
     assert!(package.module("script_0").is_none());
     // Without a selection, every file that can matter is loaded.
     let whole = Package::from_read_files(root, read_files(root, &files), None);
