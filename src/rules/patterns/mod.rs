@@ -28,8 +28,18 @@ pub trait Pattern: Sync {
     /// How messages name a loop of this pattern ("a GradientTape loop").
     fn description(&self) -> &'static str;
 
-    /// The Horovod module generated code uses (`horovod.tensorflow`).
-    fn horovod_module(&self) -> &'static str;
+    /// Whether the pattern trains in a TF1 graph-mode session: devices are
+    /// then pinned through the session's `ConfigProto`, and barriers run in
+    /// the session. The three TF1 patterns say yes; the rest follow from it.
+    fn runs_in_a_session(&self) -> bool {
+        false
+    }
+
+    /// The Horovod module generated code uses (`horovod.tensorflow` unless
+    /// the pattern says otherwise).
+    fn horovod_module(&self) -> &'static str {
+        "horovod.tensorflow"
+    }
 
     /// The Horovod module for this module in particular (a plug-in may need
     /// another one for some modules); the pattern's by default.
@@ -42,10 +52,13 @@ pub trait Pattern: Sync {
         false
     }
 
-    /// The lines after `hvd.init()` that pin one GPU per process. By default
-    /// TF2's `tf.config` pinning; a pattern that pins elsewhere (TF1 through
-    /// the session's `ConfigProto`) returns none.
+    /// The lines after `hvd.init()` that pin one GPU per process: TF2's
+    /// `tf.config` pinning, none for a session (pinned through its
+    /// `ConfigProto` instead).
     fn device_pinning_lines(&self, context: &RewriteContext, names: &mut Names) -> Vec<String> {
+        if self.runs_in_a_session() {
+            return Vec::new();
+        }
         tf2_device_pinning(context, names)
     }
 
@@ -56,8 +69,13 @@ pub trait Pattern: Sync {
 
     /// The statement that makes every rank wait until rank 0 has written a
     /// save that is read back further down (`save` is the saving call);
-    /// `None` when this pattern cannot place one.
-    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String>;
+    /// `None` when this pattern cannot place one. A session runs one by default.
+    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
+        if self.runs_in_a_session() {
+            return session_save_barrier(context, save);
+        }
+        None
+    }
 
     /// A statement that makes every rank wait for the others, where the
     /// pattern can run one without a session (`name` names it); `None`

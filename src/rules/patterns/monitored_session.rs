@@ -10,13 +10,9 @@
 //! initialised them; several workers writing one checkpoint directory corrupt it.
 
 use super::Pattern;
-use super::session_save_barrier;
 use crate::analysis::training::find_call;
 use crate::diagnostics::Code;
-use crate::rules::context::RewriteContext;
-use crate::rules::importer::Names;
 use crate::rules::rewrite::ModuleRewrite;
-use rustpython_parser::ast;
 
 use super::tf1::{
     add_broadcast_hook, divide_stop_at_step_hooks, pin_session_config, rank_zero_directory,
@@ -36,17 +32,8 @@ impl Pattern for MonitoredSession {
         "a MonitoredTrainingSession"
     }
 
-    fn horovod_module(&self) -> &'static str {
-        "horovod.tensorflow"
-    }
-
-    /// TF1 pins the GPU through the session's `ConfigProto` instead.
-    fn device_pinning_lines(&self, _context: &RewriteContext, _names: &mut Names) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
-        session_save_barrier(context, save)
+    fn runs_in_a_session(&self) -> bool {
+        true
     }
 
     fn codes(&self) -> &'static [Code] {

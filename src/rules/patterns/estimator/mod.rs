@@ -16,11 +16,8 @@ mod keras_model;
 use rustpython_parser::ast::{self, Expr};
 
 use super::Pattern;
-use super::session_save_barrier;
 use crate::analysis::training::calls_in_scope;
 use crate::analysis::training::find_call;
-use crate::rules::context::RewriteContext;
-use crate::rules::importer::Names;
 use crate::rules::rewrite::ModuleRewrite;
 
 use super::tf1::{
@@ -54,17 +51,8 @@ impl Pattern for Estimator {
         "an Estimator"
     }
 
-    fn horovod_module(&self) -> &'static str {
-        "horovod.tensorflow"
-    }
-
-    /// TF1 pins the GPU through the session's `ConfigProto` instead.
-    fn device_pinning_lines(&self, _context: &RewriteContext, _names: &mut Names) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
-        session_save_barrier(context, save)
+    fn runs_in_a_session(&self) -> bool {
+        true
     }
 
     fn codes(&self) -> &'static [Code] {

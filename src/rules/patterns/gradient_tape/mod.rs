@@ -68,10 +68,6 @@ impl Pattern for GradientTape {
         "a GradientTape loop"
     }
 
-    fn horovod_module(&self) -> &'static str {
-        "horovod.tensorflow"
-    }
-
     fn save_barrier(&self, context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
         let _ = save;
         Some(format!(
