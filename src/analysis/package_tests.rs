@@ -52,29 +52,32 @@ fn notebooks_import_package_modules_and_no_module_imports_them() {
     assert_eq!(package.with_dependents(&notebook_changed), notebook_changed);
 }
 
+/// Writes a `trainer` package (a model module using TensorFlow and a task
+/// module with the given text) and the other files; returns every path.
+fn write_trainer_package(root: &Path, task: &str, others: &[(&str, &str)]) -> Vec<String> {
+    std::fs::create_dir(root.join("trainer")).unwrap();
+    let trainer = [
+        ("trainer/__init__.py", ""),
+        ("trainer/model.py", "import tensorflow as tf\n"),
+        ("trainer/task.py", task),
+    ];
+    let mut files = Vec::new();
+    for (path, text) in trainer.iter().chain(others) {
+        std::fs::write(root.join(path), text).unwrap();
+        files.push(path.to_string());
+    }
+    files
+}
+
 #[test]
 fn a_driver_importing_training_code_is_parsed_though_it_names_no_ml_library() {
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path();
-    std::fs::create_dir(root.join("trainer")).unwrap();
-    std::fs::write(root.join("trainer/__init__.py"), "").unwrap();
-    std::fs::write(root.join("trainer/model.py"), "import tensorflow as tf\n").unwrap();
-    std::fs::write(
-        root.join("trainer/task.py"),
+    let files = write_trainer_package(
+        root,
         "from trainer import model\nimport data\n",
-    )
-    .unwrap();
-    std::fs::write(root.join("data.py"), "ROWS = 3\n").unwrap();
-    std::fs::write(root.join("unrelated.py"), "import json\n").unwrap();
-    let files: Vec<String> = [
-        "data.py",
-        "trainer/__init__.py",
-        "trainer/model.py",
-        "trainer/task.py",
-        "unrelated.py",
-    ]
-    .map(String::from)
-    .to_vec();
+        &[("data.py", "ROWS = 3\n"), ("unrelated.py", "import json\n")],
+    );
     let package = Package::load(root, &files);
     assert!(package.module("trainer.task").is_some());
     // What the driver imports is followed too; a file importing nothing that matters is not parsed.
@@ -86,17 +89,8 @@ fn a_driver_importing_training_code_is_parsed_though_it_names_no_ml_library() {
 fn a_selection_loads_its_import_neighbourhood_in_a_large_package() {
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path();
-    std::fs::create_dir(root.join("trainer")).unwrap();
-    std::fs::write(root.join("trainer/__init__.py"), "").unwrap();
-    std::fs::write(root.join("trainer/model.py"), "import tensorflow as tf\n").unwrap();
-    std::fs::write(
-        root.join("trainer/task.py"),
-        "import tensorflow as tf\nfrom trainer import model\n",
-    )
-    .unwrap();
-    let mut files: Vec<String> = ["trainer/__init__.py", "trainer/model.py", "trainer/task.py"]
-        .map(String::from)
-        .to_vec();
+    let task = "import tensorflow as tf\nfrom trainer import model\n";
+    let mut files = write_trainer_package(root, task, &[]);
     // Many unrelated training scripts: enough that loading them is worth avoiding.
     for index in 0..80 {
         let name = format!("script_{index}.py");
