@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -92,6 +92,9 @@ pub(super) struct Loader<'f> {
     parsed: Vec<bool>,
     /// Files that may be parsed: all, or a selection's import neighbourhood.
     loadable: Vec<bool>,
+    /// Each file's import lines, read once when first asked for (the
+    /// neighbourhood and the search for drivers both read them).
+    import_lines: Vec<OnceLock<Vec<String>>>,
     /// Imports are followed from files that can matter (they mention an ML
     /// library, or such a file imports them), not from a file parsed only
     /// because it imports one: a utility must not pull its own imports in.
@@ -110,6 +113,7 @@ impl<'f> Loader<'f> {
                 .collect(),
             parsed: vec![false; files.len()],
             loadable: vec![true; files.len()],
+            import_lines: files.iter().map(|_| OnceLock::new()).collect(),
             follows_imports: files.iter().map(mentions_relevant_word).collect(),
         }
     }
@@ -134,8 +138,12 @@ impl<'f> Loader<'f> {
             .iter()
             .map(|file| file.relative_path.as_str())
             .collect();
-        let texts: Vec<&str> = self.files.iter().map(|file| file.text.as_str()).collect();
-        if let Some(loadable) = neighbourhood::files_to_load(&paths, &texts, self.names, selected) {
+        let imports: Vec<&[String]> = (0..self.files.len())
+            .into_par_iter()
+            .map(|index| self.imported_modules(index))
+            .collect();
+        if let Some(loadable) = neighbourhood::files_to_load(&paths, &imports, self.names, selected)
+        {
             self.loadable = loadable;
         }
     }
@@ -144,7 +152,8 @@ impl<'f> Loader<'f> {
     /// until closed.
     pub(super) fn parse_all(&mut self, package: &mut Package) {
         let mut wanted: Vec<usize> = (0..self.files.len())
-            .filter(|&index| self.loadable[index] && mentions_relevant_word(&self.files[index]))
+            // `follows_imports` holds whether a file mentions an ML library, so far.
+            .filter(|&index| self.loadable[index] && self.follows_imports[index])
             .collect();
         loop {
             while !wanted.is_empty() {
@@ -160,6 +169,15 @@ impl<'f> Loader<'f> {
                 self.follows_imports[index] = true;
             }
         }
+    }
+
+    /// The modules a file's import lines name, read once.
+    fn imported_modules(&self, index: usize) -> &[String] {
+        self.import_lines[index].get_or_init(|| {
+            let (name, is_package_init) = &self.names[index];
+            let package = import_lines::package_of(name, *is_package_init);
+            import_lines::imported_modules(&self.files[index].text, package)
+        })
     }
 
     /// Unparsed files whose import lines name a parsed module that matters
@@ -180,12 +198,7 @@ impl<'f> Loader<'f> {
         }
         (0..self.files.len())
             .filter(|&index| self.loadable[index] && !self.parsed[index])
-            .filter(|&index| {
-                let (name, is_package_init) = &self.names[index];
-                let package = import_lines::package_of(name, *is_package_init);
-                let imports = import_lines::imported_modules(&self.files[index].text, package);
-                import_lines::imports_any(&imports, &modules)
-            })
+            .filter(|&index| import_lines::imports_any(self.imported_modules(index), &modules))
             .collect()
     }
 

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::import_lines::{imported_modules, package_of, same_module};
+use super::import_lines::same_module;
 
 /// Above this share of the files, loading the neighbourhood saves little and
 /// working it out costs: the whole package is loaded instead.
@@ -25,11 +25,11 @@ const MOST_OF_THE_PACKAGE: f64 = 0.5;
 
 /// Per file, whether a run selecting `selected` must load it; `None` when
 /// that is most of the package (load everything, as with no selection).
-/// `texts` and `names` (module name, whether a package `__init__`) are per
-/// file, in the same order as `paths`.
+/// `imports` (the modules its import lines name) and `names` (module name,
+/// whether a package `__init__`) are per file, in the same order as `paths`.
 pub fn files_to_load(
     paths: &[&str],
-    texts: &[&str],
+    imports: &[&[String]],
     names: &[(String, bool)],
     selected: &HashSet<String>,
 ) -> Option<Vec<bool>> {
@@ -38,7 +38,7 @@ pub fn files_to_load(
     if count(&wanted) > limit {
         return None;
     }
-    let graph = ImportGraph::new(texts, names);
+    let graph = ImportGraph::new(imports, names);
     // Importers of the selection, transitively.
     let mut frontier: Vec<usize> = (0..paths.len()).filter(|&index| wanted[index]).collect();
     while !frontier.is_empty() {
@@ -70,7 +70,7 @@ struct ImportGraph {
 }
 
 impl ImportGraph {
-    fn new(texts: &[&str], names: &[(String, bool)]) -> Self {
+    fn new(imports: &[&[String]], names: &[(String, bool)]) -> Self {
         // Candidates by last name segment: `same_module` also matches a name
         // lacking the package prefix (a root inside the package).
         let mut modules = Modules::default();
@@ -86,14 +86,12 @@ impl ImportGraph {
                 parent = shorter;
             }
         }
-        let imports = texts
+        let imports = imports
             .par_iter()
-            .zip(names)
-            .map(|(text, (name, is_package_init))| {
-                let package = package_of(name, *is_package_init);
+            .map(|imported_names| {
                 let mut found = Vec::new();
-                for imported in imported_modules(text, package) {
-                    reached_modules(&imported, names, &modules, &mut found);
+                for imported in imported_names.iter() {
+                    reached_modules(imported, names, &modules, &mut found);
                 }
                 found.sort_unstable();
                 found.dedup();
@@ -167,6 +165,7 @@ fn last_segment(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::import_lines::{imported_modules, package_of};
 
     fn load(files: &[(&str, &str, &str)], selected: &[&str]) -> Option<Vec<String>> {
         let paths: Vec<&str> = files.iter().map(|(path, _, _)| *path).collect();
@@ -174,9 +173,16 @@ mod tests {
             .iter()
             .map(|(path, name, _)| (name.to_string(), path.ends_with("__init__.py")))
             .collect();
-        let texts: Vec<&str> = files.iter().map(|(_, _, text)| *text).collect();
+        let imports: Vec<Vec<String>> = files
+            .iter()
+            .map(|(path, name, text)| {
+                let package = package_of(name, path.ends_with("__init__.py"));
+                imported_modules(text, package)
+            })
+            .collect();
+        let imports: Vec<&[String]> = imports.iter().map(Vec::as_slice).collect();
         let selected = selected.iter().map(|path| path.to_string()).collect();
-        let wanted = files_to_load(&paths, &texts, &names, &selected)?;
+        let wanted = files_to_load(&paths, &imports, &names, &selected)?;
         Some(
             paths
                 .iter()
