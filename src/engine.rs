@@ -11,7 +11,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::analysis::library;
 use crate::analysis::package::{FileProblem, Package, ReadFile, enclosing_packages, read_files};
 use crate::analysis::training::Analysis;
-use crate::cache::{RequestInputs, RunCache};
+use crate::cache::{DependencyFacts, RequestInputs, ResultCache};
 use crate::diagnostics::Severity;
 use crate::python::edit::{Edit, apply_edits};
 use crate::python::notebook::CellChange;
@@ -108,25 +108,10 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     files.retain(|file| request.config.selects(file));
     discovery_problems.retain(|problem| request.config.selects(&problem.relative_path));
     let read = read_files(&request.root, &files);
-    let cache = request.use_cache.then(|| {
-        let inputs = RequestInputs {
-            root: &request.root,
-            scope: request.scope.as_ref(),
-            expand_scope_to_dependents: request.expand_scope_to_dependents,
-            config_file: request.config.source.as_deref(),
-            enclosing_packages: &enclosing_packages(&request.root),
-        };
-        RunCache::new(&inputs, &read)
-    });
-    let mut outcome = match cache.as_ref().and_then(RunCache::load) {
-        Some(outcome) => outcome,
-        None => {
-            let outcome = analyse_and_rewrite(request, read);
-            if let Some(cache) = &cache {
-                cache.store(&outcome);
-            }
-            outcome
-        }
+    let mut outcome = if request.use_cache {
+        run_with_cache(request, read)
+    } else {
+        analyse_and_rewrite(request, read, false).0
     };
     if let Some(scope) = &request.scope {
         discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
@@ -138,12 +123,77 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     outcome
 }
 
+/// The run with the result cache: stored results of the unchanged import
+/// groups, and an analysis of the others (stored for the next run).
+fn run_with_cache(request: &RunRequest, read: Vec<Result<ReadFile, FileProblem>>) -> RunOutcome {
+    let (readable, unreadable): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
+    let readable: Vec<ReadFile> = readable.into_iter().filter_map(Result::ok).collect();
+    let inputs = RequestInputs {
+        root: &request.root,
+        config_file: request.config.source.as_deref(),
+        enclosing_packages: &enclosing_packages(&request.root),
+    };
+    let by_reference: Vec<&ReadFile> = readable.iter().collect();
+    let mut cache = ResultCache::open(&inputs, &by_reference);
+    let by_path: FxHashMap<&str, &ReadFile> = readable
+        .iter()
+        .map(|file| (file.relative_path.as_str(), file))
+        .collect();
+    let lookup = cache.lookup(
+        request.scope.as_ref(),
+        request.expand_scope_to_dependents,
+        &by_path,
+    );
+    drop(by_path);
+    let mut outcome = lookup.found;
+    let in_scope = |path: &str| {
+        request
+            .scope
+            .as_ref()
+            .is_none_or(|scope| scope.contains(path))
+    };
+    outcome.problems.extend(
+        unreadable
+            .into_iter()
+            .filter_map(Result::err)
+            .filter(|problem| in_scope(&problem.relative_path)),
+    );
+    if !lookup.missed.is_empty() {
+        // Nothing stored for a whole-package request: the plain whole run.
+        let whole = request.scope.is_none() && lookup.missed.len() == readable.len();
+        let missed = RunRequest {
+            scope: (!whole).then_some(lookup.missed),
+            ..request.clone()
+        };
+        let (fresh, facts) =
+            analyse_and_rewrite(&missed, readable.into_iter().map(Ok).collect(), true);
+        cache.add(&fresh, facts);
+        outcome.modules.extend(fresh.modules);
+        outcome.problems.extend(fresh.problems);
+    }
+    // In path order, as the analysis reports them.
+    outcome
+        .modules
+        .sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
+    cache.save();
+    outcome
+}
+
 /// Parses and analyses the files read, and rewrites the training modules in
-/// scope (what the cache stores).
+/// scope; with `dependency_facts`, also what the cache keeps of each file of
+/// the scope.
 fn analyse_and_rewrite(
     request: &RunRequest,
     read: Vec<Result<ReadFile, FileProblem>>,
-) -> RunOutcome {
+    dependency_facts: bool,
+) -> (RunOutcome, Vec<DependencyFacts>) {
+    let readable: Vec<String> = if dependency_facts && request.scope.is_none() {
+        read.iter()
+            .filter_map(|file| Some(file.as_ref().ok()?.relative_path.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let package = Package::from_read_files(&request.root, read, request.scope.as_ref());
     let options = RuleOptions {
         shard_datasets: request.config.shard_datasets,
@@ -163,19 +213,55 @@ fn analyse_and_rewrite(
             .problems
             .retain(|problem| scope.contains(&problem.relative_path));
     }
+    let facts = if dependency_facts {
+        let analysed = scope.map_or(readable, |scope| scope.into_iter().collect());
+        facts_of(&analysis, analysed)
+    } else {
+        Vec::new()
+    };
     // Freeing the syntax trees of a large package is a noticeable part of a
     // run: it happens on a thread of its own while the outcome is reported.
     drop(analysis);
     std::thread::spawn(move || drop(package));
-    outcome
+    (outcome, facts)
 }
 
-/// Analyses a loaded package and rewrites its training modules in scope.
+/// What the cache keeps of each analysed file to work out a later request's
+/// dependents without analysing.
+fn facts_of(analysis: &Analysis, analysed: Vec<String>) -> Vec<DependencyFacts> {
+    let decisive = decisive_files(analysis, analysed.iter());
+    let mut importers = analysis.package.importers();
+    analysed
+        .into_iter()
+        .map(|relative_path| DependencyFacts {
+            decisive: decisive.contains(&relative_path),
+            importers: importers
+                .remove(relative_path.as_str())
+                .unwrap_or_default()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            relative_path,
+        })
+        .collect()
+}
+
 /// Adds to the scope the modules whose classification depends on a scoped
-/// file: importers (transitively) of a module that defines a model,
-/// estimator or optimizer class, a model factory, or a function that trains.
-/// A changed data utility does not pull the training script in.
+/// file: importers (transitively) of a decisive file.
 pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> HashSet<String> {
+    let decisive = decisive_files(analysis, scope.iter());
+    let mut expanded = analysis.package.with_dependents(&decisive);
+    expanded.extend(scope.iter().cloned());
+    expanded
+}
+
+/// The files whose change can change their importers' rewrites: they define
+/// a model, estimator or optimizer class, a model factory, or a function
+/// that trains. A changed data utility does not pull the training script in.
+fn decisive_files<'a>(
+    analysis: &Analysis,
+    files: impl Iterator<Item = &'a String>,
+) -> HashSet<String> {
     let package = analysis.package;
     // Indexed once: a scope can hold every file of the package.
     let module_of_path: FxHashMap<&str, &crate::analysis::package::Module> = package
@@ -189,8 +275,7 @@ pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> Has
         .filter(|summary| summary.returns_model || !summary.reaches.is_empty())
         .map(|summary| summary.module.as_str())
         .collect();
-    let decisive: HashSet<String> = scope
-        .iter()
+    files
         .filter(|relative_path| {
             let Some(module) = module_of_path.get(relative_path.as_str()) else {
                 return false;
@@ -214,10 +299,7 @@ pub fn expand_to_dependents(analysis: &Analysis, scope: &HashSet<String>) -> Has
             defines_relevant_class || defines_relevant_function
         })
         .cloned()
-        .collect();
-    let mut expanded = package.with_dependents(&decisive);
-    expanded.extend(scope.iter().cloned());
-    expanded
+        .collect()
 }
 
 /// Runs the rules on the training modules in scope, and verifies each rewrite.

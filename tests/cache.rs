@@ -1,6 +1,7 @@
 //! The result cache as a user meets it: a warm run says what a cold run says,
 //! any change a result depends on (another module, the configuration) is
-//! seen, `--no-cache` writes nothing, and a damaged cache is ignored.
+//! seen, a change to one project leaves the stored results of the others in
+//! use, `--no-cache` writes nothing, and a damaged cache is ignored.
 
 mod support;
 use support::copy_tree;
@@ -164,4 +165,131 @@ fn the_cache_directory_can_be_moved() {
     assert!(moved.join("CACHEDIR.TAG").is_file());
     assert!(!scratch.path().join(".distribute_cache").exists());
     assert_eq!(distribute_with(DIFF, scratch.path(), &environment), cold);
+}
+
+/// Two unrelated training projects in one repository.
+fn two_projects() -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_tree(
+        &fixture("keras_optimizer_object"),
+        &scratch.path().join("first"),
+    );
+    copy_tree(
+        &fixture("keras_fit_in_other_module"),
+        &scratch.path().join("second"),
+    );
+    scratch
+}
+
+/// Rewrites every stored diagnostic message of `file` to say `marker`: a
+/// result read back from the cache then shows it, one recomputed does not.
+fn mark_stored_results(root: &Path, file: &str, marker: &str) {
+    let stored: Vec<PathBuf> = files_under(&root.join(".distribute_cache"))
+        .into_iter()
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "json")
+        })
+        .collect();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let mut results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&stored[0]).unwrap()).unwrap();
+    let diagnostics = results["files"][file]["outcome"]["diagnostics"]
+        .as_array_mut()
+        .unwrap_or_else(|| panic!("no stored diagnostics for {file}"));
+    assert!(!diagnostics.is_empty());
+    for diagnostic in diagnostics {
+        diagnostic["message"] = serde_json::Value::from(marker);
+    }
+    std::fs::write(&stored[0], serde_json::to_vec(&results).unwrap()).unwrap();
+}
+
+#[test]
+fn a_change_to_one_project_reuses_the_stored_results_of_the_other() {
+    let scratch = two_projects();
+    let cold = distribute(DIFF, scratch.path());
+    assert!(cold.stdout.contains("first/train.py"), "{}", cold.stdout);
+    assert!(
+        cold.stdout.contains("second/experiment.py"),
+        "{}",
+        cold.stdout
+    );
+    mark_stored_results(scratch.path(), "first/train.py", "read back from the cache");
+    // The second project changes: only it is analysed again.
+    std::fs::write(
+        scratch.path().join("second/loop.py"),
+        "def run(model, dataset, epochs, steps):\n    return model.evaluate(dataset)\n",
+    )
+    .unwrap();
+    let after = distribute(DIFF, scratch.path());
+    assert!(
+        after.stdout.contains("read back from the cache"),
+        "{}",
+        after.stdout
+    );
+    assert!(
+        !after.stdout.contains("second/experiment.py"),
+        "{}",
+        after.stdout
+    );
+    // The first project changes: its stored result is stale and not used.
+    let train = scratch.path().join("first/train.py");
+    let text = std::fs::read_to_string(&train).unwrap();
+    std::fs::write(&train, format!("{text}\n# reviewed\n")).unwrap();
+    let recomputed = distribute(DIFF, scratch.path());
+    assert!(
+        !recomputed.stdout.contains("read back from the cache"),
+        "{}",
+        recomputed.stdout
+    );
+    assert_eq!(recomputed, distribute(DIFF_WITHOUT_CACHE, scratch.path()));
+}
+
+#[test]
+fn a_run_on_one_file_stores_its_result_for_the_next_run_on_the_package() {
+    let scratch = two_projects();
+    let single = distribute(&["diff", "--root", ".", "first/train.py"], scratch.path());
+    assert!(
+        single.stdout.contains("first/train.py"),
+        "{}",
+        single.stdout
+    );
+    mark_stored_results(scratch.path(), "first/train.py", "read back from the cache");
+    let whole = distribute(DIFF, scratch.path());
+    assert!(
+        whole.stdout.contains("read back from the cache"),
+        "{}",
+        whole.stdout
+    );
+    // The other project had not been analysed: it is now, as without a cache.
+    let second_lines = |output: &str| -> Vec<String> {
+        output
+            .lines()
+            .filter(|line| line.contains("second/"))
+            .map(str::to_string)
+            .collect()
+    };
+    let without_cache = distribute(DIFF_WITHOUT_CACHE, scratch.path());
+    assert!(!second_lines(&without_cache.stdout).is_empty());
+    assert_eq!(
+        second_lines(&whole.stdout),
+        second_lines(&without_cache.stdout)
+    );
+}
+
+#[test]
+fn a_run_on_a_model_module_reports_its_training_script_from_the_cache_too() {
+    let scratch = scratch_copy("keras_cross_file_model");
+    let arguments = ["diff", "--root", ".", "mypkg/models/resnet.py"];
+    let cold = distribute(&arguments, scratch.path());
+    assert_eq!(
+        distribute(DIFF, scratch.path()),
+        distribute(DIFF_WITHOUT_CACHE, scratch.path())
+    );
+    // Stored by the whole run, the model module's dependents come back with it.
+    assert_eq!(distribute(&arguments, scratch.path()), cold);
+    assert_eq!(
+        cold,
+        distribute(&[&arguments[..], &["--no-cache"]].concat(), scratch.path())
+    );
 }

@@ -10,7 +10,19 @@ use std::collections::HashSet;
 /// relative imports are resolved against `package` (the file's package).
 pub fn imported_modules(text: &str, package: &str) -> Vec<String> {
     let mut modules = Vec::new();
-    for line in text.lines().map(str::trim_start) {
+    // Only lines holding the word are looked at: a result cache works out
+    // every file's imports on each run, and most lines import nothing.
+    let bytes = text.as_bytes();
+    let mut previous_line_start = None;
+    for position in memchr::memmem::find_iter(bytes, b"import") {
+        let line_start = memchr::memrchr(b'\n', &bytes[..position]).map_or(0, |index| index + 1);
+        if previous_line_start == Some(line_start) {
+            continue;
+        }
+        previous_line_start = Some(line_start);
+        let line_end =
+            memchr::memchr(b'\n', &bytes[position..]).map_or(bytes.len(), |index| position + index);
+        let line = text[line_start..line_end].trim_start();
         if let Some(rest) = line.strip_prefix("import ") {
             for part in rest.split(',') {
                 if let Some(name) = part.split_whitespace().next() {
@@ -38,6 +50,11 @@ pub fn imported_modules(text: &str, package: &str) -> Vec<String> {
         }
     }
     modules
+}
+
+/// The dotted module names the import lines of module `name`'s text name.
+pub fn imported_modules_of_module(text: &str, name: &str, is_package_init: bool) -> Vec<String> {
+    imported_modules(text, package_of(name, is_package_init))
 }
 
 /// The package a module's relative imports start from: itself for a

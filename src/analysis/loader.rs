@@ -175,8 +175,11 @@ impl<'f> Loader<'f> {
     fn imported_modules(&self, index: usize) -> &[String] {
         self.import_lines[index].get_or_init(|| {
             let (name, is_package_init) = &self.names[index];
-            let package = import_lines::package_of(name, *is_package_init);
-            import_lines::imported_modules(&self.files[index].text, package)
+            import_lines::imported_modules_of_module(
+                &self.files[index].text,
+                name,
+                *is_package_init,
+            )
         })
     }
 

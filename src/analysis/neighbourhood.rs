@@ -60,6 +60,34 @@ pub fn files_to_load(
     (count(&wanted) <= limit).then_some(wanted)
 }
 
+/// Per file, the number of its group: files joined by import lines, in either
+/// direction and transitively. A file's rewrite depends only on files of its
+/// group (the neighbourhood of any selection lies within the groups of the
+/// selected files), so a stored result stays right while its group's files
+/// are unchanged.
+pub fn import_groups(imports: &[&[String]], names: &[(String, bool)]) -> Vec<usize> {
+    let graph = ImportGraph::new(imports, names);
+    let mut parent: Vec<usize> = (0..names.len()).collect();
+    fn root(parent: &mut [usize], mut index: usize) -> usize {
+        while parent[index] != index {
+            parent[index] = parent[parent[index]];
+            index = parent[index];
+        }
+        index
+    }
+    for (index, imported) in graph.imports.iter().enumerate() {
+        for &other in imported {
+            let (a, b) = (root(&mut parent, index), root(&mut parent, other));
+            if a != b {
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    (0..names.len())
+        .map(|index| root(&mut parent, index))
+        .collect()
+}
+
 fn count(flags: &[bool]) -> usize {
     flags.iter().filter(|flag| **flag).count()
 }
@@ -238,6 +266,54 @@ mod tests {
             ));
         }
         files
+    }
+
+    /// The files of each group, groups in the order of their first file.
+    fn groups(files: &[(&str, &str, &str)]) -> Vec<Vec<String>> {
+        let names: Vec<(String, bool)> = files
+            .iter()
+            .map(|(path, name, _)| (name.to_string(), path.ends_with("__init__.py")))
+            .collect();
+        let imports: Vec<Vec<String>> = files
+            .iter()
+            .map(|(path, name, text)| {
+                imported_modules(text, package_of(name, path.ends_with("__init__.py")))
+            })
+            .collect();
+        let imports: Vec<&[String]> = imports.iter().map(Vec::as_slice).collect();
+        let group_of = import_groups(&imports, &names);
+        let mut groups: Vec<Vec<String>> = Vec::new();
+        for (index, group) in group_of.iter().enumerate() {
+            if group_of.iter().position(|other| other == group) == Some(index) {
+                groups.push(
+                    (0..files.len())
+                        .filter(|&other| group_of[other] == *group)
+                        .map(|other| files[other].0.to_string())
+                        .collect(),
+                );
+            }
+        }
+        groups
+    }
+
+    #[test]
+    fn files_joined_by_imports_form_one_group_and_unrelated_scripts_their_own() {
+        let groups = groups(&repository());
+        assert_eq!(
+            groups[0],
+            [
+                "trainer/__init__.py",
+                "trainer/model.py",
+                "trainer/layers.py",
+                "trainer/task.py",
+                "trainer/callbacks.py"
+            ]
+        );
+        assert_eq!(groups.len(), 11, "{groups:?}");
+        assert!(
+            groups[1..].iter().all(|group| group.len() == 1),
+            "{groups:?}"
+        );
     }
 
     #[test]

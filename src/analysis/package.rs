@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use rustpython_parser::ast::{self, Stmt};
 
@@ -13,6 +14,7 @@ use super::bindings::{Bindings, ModuleContext, ModuleIndex, collect_bindings};
 use super::library::{self, canonical_name};
 use super::loader::Loader;
 pub use super::loader::{ReadFile, read_files};
+use super::{import_lines, neighbourhood};
 use crate::python::notebook::NotebookError;
 use crate::python::parse::LoadError;
 use crate::python::source::SourceFile;
@@ -278,6 +280,25 @@ impl Package {
         package
     }
 
+    /// Each file's import group (`neighbourhood::import_groups`): a file's
+    /// rewrite depends on the files of its group only.
+    pub fn import_groups(root: &Path, files: &[&ReadFile]) -> Vec<usize> {
+        let enclosing = enclosing_packages(root);
+        let names: Vec<(String, bool)> = files
+            .iter()
+            .map(|file| module_name(&enclosing, &file.relative_path))
+            .collect();
+        let imports: Vec<Vec<String>> = files
+            .par_iter()
+            .zip(&names)
+            .map(|(file, (name, is_package_init))| {
+                import_lines::imported_modules_of_module(&file.text, name, *is_package_init)
+            })
+            .collect();
+        let imports: Vec<&[String]> = imports.iter().map(Vec::as_slice).collect();
+        neighbourhood::import_groups(&imports, &names)
+    }
+
     /// Sorts modules and problems by path (parsing order varies) and indexes
     /// modules by name.
     fn index_modules(&mut self) {
@@ -296,27 +317,33 @@ impl Package {
     /// The given files plus every parsed module that imports one of them,
     /// transitively (a training script importing a changed model module).
     pub fn with_dependents(&self, files: &HashSet<String>) -> HashSet<String> {
-        let mut importers: HashMap<&str, Vec<&Module>> = HashMap::new();
+        let importers = self.importers();
+        let mut result = files.clone();
+        let mut queue: Vec<String> = files.iter().cloned().collect();
+        while let Some(file) = queue.pop() {
+            for importer in importers.get(file.as_str()).into_iter().flatten() {
+                if result.insert(importer.to_string()) {
+                    queue.push(importer.to_string());
+                }
+            }
+        }
+        result
+    }
+
+    /// The files of the parsed modules importing each parsed module's file.
+    pub fn importers(&self) -> HashMap<&str, Vec<&str>> {
+        let mut importers: HashMap<&str, Vec<&str>> = HashMap::new();
         for module in &self.modules {
             for imported in &module.imports {
                 if let Some(target) = self.module(imported) {
                     importers
                         .entry(target.source.relative_path.as_str())
                         .or_default()
-                        .push(module);
+                        .push(module.source.relative_path.as_str());
                 }
             }
         }
-        let mut result = files.clone();
-        let mut queue: Vec<String> = files.iter().cloned().collect();
-        while let Some(file) = queue.pop() {
-            for importer in importers.get(file.as_str()).into_iter().flatten() {
-                if result.insert(importer.source.relative_path.clone()) {
-                    queue.push(importer.source.relative_path.clone());
-                }
-            }
-        }
-        result
+        importers
     }
 
     pub fn module(&self, name: &str) -> Option<&Module> {
