@@ -78,6 +78,25 @@ pub struct ScopeIndex<'a> {
 }
 
 impl<'a> ScopeIndex<'a> {
+    /// Each statement in source order with the calls it holds itself (not
+    /// those of its nested blocks), as a walk over the statements finds them.
+    pub fn statements_with_calls(&self) -> impl Iterator<Item = (&'a Stmt, &[CallSite<'a>])> + '_ {
+        // A statement's calls are recorded right after it, before its
+        // nested blocks: they are one run of `calls`.
+        let mut next_call = 0;
+        self.statements.iter().map(move |&statement| {
+            let first = next_call;
+            while self
+                .calls
+                .get(next_call)
+                .is_some_and(|site| std::ptr::eq(site.statement, statement))
+            {
+                next_call += 1;
+            }
+            (statement, &self.calls[first..next_call])
+        })
+    }
+
     /// Names assigned a value of this kind, in source order.
     pub fn names_holding(&self, kind: AbstractValue) -> impl Iterator<Item = &str> + '_ {
         self.assignments

@@ -12,9 +12,7 @@ use super::models::{creates_estimator, has_keras_fit_keyword, model_function_arg
 use super::scopes::{callee_name, calls_in_scope};
 use super::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
 use crate::analysis::package::Package;
-use crate::analysis::walk::{
-    calls_in_statement, dotted_name, for_each_statement, is_loop, keyword, path_to,
-};
+use crate::analysis::walk::{dotted_name, is_loop, keyword};
 use crate::python::parse::span;
 
 /// Adds a site unless one already covers the same range, keeping sites in
@@ -194,31 +192,26 @@ fn step_calls_in_loops(
     scopes
         .flat_map_iter(|(index, scope)| {
             let mut found = Vec::new();
-            for_each_statement(scope.body, false, &mut |stmt| {
-                for call in calls_in_statement(stmt) {
-                    let Some(callee) = callee_name(package, module, scope, &call.func) else {
-                        continue;
-                    };
-                    let calls_a_step = steps.contains(&callee)
-                        && !callee.starts_with(&format!("{}.", module.name));
-                    // The statement's path is looked up only for a step's call.
-                    let in_loop = || {
-                        path_to(scope.body, &span(stmt))
-                            .is_some_and(|path| path.iter().any(|stmt| is_loop(stmt)))
-                    };
-                    if calls_a_step && in_loop() {
-                        found.push(StepCall {
-                            scope: index,
-                            range: span(call),
-                            step: callee,
-                            caller: (
-                                module.source.relative_path.clone(),
-                                module.source.line_label(span(call).start),
-                            ),
-                        });
-                    }
+            for site in &scope.facts.calls {
+                let Some(callee) = callee_name(package, module, scope, &site.call.func) else {
+                    continue;
+                };
+                let calls_a_step =
+                    steps.contains(&callee) && !callee.starts_with(&format!("{}.", module.name));
+                // In a loop's body, or in the header of a loop.
+                let in_loop = !site.enclosing_loops.is_empty() || is_loop(site.statement);
+                if calls_a_step && in_loop {
+                    found.push(StepCall {
+                        scope: index,
+                        range: span(site.call),
+                        step: callee,
+                        caller: (
+                            module.source.relative_path.clone(),
+                            module.source.line_label(span(site.call).start),
+                        ),
+                    });
                 }
-            });
+            }
             found
         })
         .collect()

@@ -10,7 +10,7 @@ use super::Scope;
 use super::scopes::callee_name;
 use crate::analysis::library::{self, KERAS_MODEL};
 use crate::analysis::package::{Module, Package};
-use crate::analysis::walk::{calls_in_statement, dotted_name, for_each_statement};
+use crate::analysis::walk::{dotted_name, for_each_statement};
 
 /// Keyword arguments only Keras's `fit` takes: evidence that a receiver we
 /// cannot resolve (a parameter) is a Keras model rather than, say, scikit-learn.
@@ -205,7 +205,7 @@ fn model_names(
 ) -> HashSet<String> {
     let mut models = HashSet::new();
     let mut assigned_other = HashSet::new();
-    for_each_statement(scope.body, false, &mut |stmt| {
+    for (stmt, calls) in scope.facts.statements_with_calls() {
         if let Stmt::Assign(assign) = stmt {
             for target in &assign.targets {
                 // `model = ...` and `self.model = ...` alike.
@@ -222,7 +222,7 @@ fn model_names(
                 }
             }
         }
-        for call in calls_in_statement(stmt) {
+        for call in calls.iter().map(|site| site.call) {
             // `x.compile(...)` marks `x` as a Keras model (duck typing, as Keras does).
             if let Expr::Attribute(attribute) = call.func.as_ref()
                 && attribute.attr.as_str() == "compile"
@@ -232,7 +232,7 @@ fn model_names(
                 models.insert(receiver);
             }
         }
-    });
+    }
     for global in globals {
         if !assigned_other.contains(global) && !scope.parameters.contains(global) {
             models.insert(global.clone());

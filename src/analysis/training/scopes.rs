@@ -12,9 +12,7 @@ use crate::analysis::bindings::{Bindings, collect_bindings};
 use crate::analysis::index;
 use crate::analysis::library;
 use crate::analysis::package::{Module, Package};
-use crate::analysis::walk::{
-    calls_in_statement, dotted_name, for_each_statement, is_scope, nested_bodies,
-};
+use crate::analysis::walk::{dotted_name, is_scope, nested_bodies};
 
 /// Every scope of a module: its top level first, then each function and method.
 pub(super) fn collect_scopes<'a>(module: &'a Module, package: &Package) -> Vec<Scope<'a>> {
@@ -224,17 +222,19 @@ pub fn find_call<'a>(
 /// Package functions a scope calls (not counting nested scopes).
 pub fn called_functions(package: &Package, module: &Module, scope: &Scope) -> HashSet<String> {
     let mut called = HashSet::new();
-    for_each_statement(scope.body, false, &mut |stmt| {
-        if is_scope(stmt) {
-            return;
+    // A `def` or `class` statement's own calls (decorators, defaults) are not
+    // the scope calling a function.
+    for site in scope
+        .facts
+        .calls
+        .iter()
+        .filter(|site| !is_scope(site.statement))
+    {
+        if let Some(name) = callee_name(package, module, scope, &site.call.func)
+            && !library::is_tensorflow(&name)
+        {
+            called.insert(name);
         }
-        for call in calls_in_statement(stmt) {
-            if let Some(name) = callee_name(package, module, scope, &call.func)
-                && !library::is_tensorflow(&name)
-            {
-                called.insert(name);
-            }
-        }
-    });
+    }
     called
 }

@@ -14,7 +14,7 @@ use super::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
 use crate::analysis::bindings::Bindings;
 use crate::analysis::library::{self, KERAS_MODEL};
 use crate::analysis::package::{Module, Package};
-use crate::analysis::walk::{calls_in_statement, dotted_name, for_each_statement};
+use crate::analysis::walk::dotted_name;
 use crate::python::parse::span;
 
 pub fn is_gradient_tape_call(bindings: &Bindings, expr: &Expr) -> bool {
@@ -114,7 +114,7 @@ fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut Fou
         scope: scope.index,
         is_model_function,
     };
-    for_each_statement(scope.scope.body, false, &mut |stmt| {
+    for (stmt, calls) in scope.scope.facts.statements_with_calls() {
         if opens_gradient_tape(scope.scope, stmt) {
             // A tape in a Keras model's own `train_step` is part of `fit`: its
             // gradients skip the DistributedOptimizer's averaging, so the Keras
@@ -128,12 +128,12 @@ fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut Fou
                 .sites
                 .push(site(pattern, span(stmt), scope.in_model_step));
         }
-        for call in calls_in_statement(stmt) {
+        for call in calls.iter().map(|site| site.call) {
             if let Some(pattern) = training_call_pattern(module, scope, call) {
                 found.sites.push(site(pattern, span(call), false));
             }
         }
-        for call in calls_in_statement(stmt) {
+        for call in calls.iter().map(|site| site.call) {
             match fit_receiver(module, scope, call) {
                 FitReceiver::NotAModel => {}
                 FitReceiver::Model => {
@@ -149,7 +149,7 @@ fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut Fou
                 }
             }
         }
-    });
+    }
 }
 
 /// `with tf.GradientTape() ...:`
