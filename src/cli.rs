@@ -214,7 +214,7 @@ fn build_request(options: &Options) -> Result<RunRequest> {
     let path_scope = if options.paths.is_empty() {
         None
     } else {
-        Some(python_files_of_paths(&options.paths, &current, &root)?)
+        python_files_of_paths(&options.paths, &current, &root)?
     };
     let scope = narrow_to_git_changes(options, &root, path_scope)?;
     Ok(RunRequest {
@@ -255,12 +255,15 @@ fn package_root(options: &Options, current: &Path) -> Result<PathBuf> {
 }
 
 /// The Python files the given paths name, relative to the root: each `.py`
-/// file, and every Python file under each directory.
+/// file, and every Python file under each directory. `None` when a path is
+/// the root itself: the whole package, as with no path (the run walks it; a
+/// second walk here was a good part of a run that reads its results from
+/// the cache).
 fn python_files_of_paths(
     paths: &[PathBuf],
     current: &Path,
     root: &Path,
-) -> Result<HashSet<String>> {
+) -> Result<Option<HashSet<String>>> {
     let mut scope = HashSet::new();
     for path in paths {
         let absolute = current
@@ -274,6 +277,9 @@ fn python_files_of_paths(
                 root.display()
             );
         };
+        if absolute.is_dir() && relative.is_empty() {
+            return Ok(None);
+        }
         if absolute.is_dir() {
             let (files, _) = discover_python_files(&absolute);
             for file in files {
@@ -287,7 +293,7 @@ fn python_files_of_paths(
             scope.insert(relative);
         }
     }
-    Ok(scope)
+    Ok(Some(scope))
 }
 
 /// With `--staged` or `--since`, the changed Python files (among the given
