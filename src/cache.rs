@@ -137,7 +137,7 @@ pub struct Lookup {
 impl ResultCache {
     /// Reads the stored results of a package root and works out each file's
     /// key from the files as read.
-    pub fn open(inputs: &RequestInputs, files: &[&ReadFile]) -> ResultCache {
+    pub fn open(inputs: &RequestInputs, files: &[ReadFile]) -> ResultCache {
         let directory = directory_for(inputs.root);
         let build_directory = directory.join(BUILD_ID);
         let slot = xxh3_64(inputs.root.to_string_lossy().as_bytes());
@@ -163,8 +163,12 @@ impl ResultCache {
         &self,
         scope: Option<&HashSet<String>>,
         with_dependents: bool,
-        files: &FxHashMap<&str, &ReadFile>,
+        files: &[ReadFile],
     ) -> Lookup {
+        let files: FxHashMap<&str, &ReadFile> = files
+            .iter()
+            .map(|file| (file.relative_path.as_str(), file))
+            .collect();
         let mut requested: HashMap<&str, Vec<&str>> = HashMap::new();
         for (path, key) in &self.keys {
             if scope.is_none_or(|scope| scope.contains(path)) {
@@ -176,7 +180,7 @@ impl ResultCache {
         for wanted in requested.into_values() {
             let results = self
                 .group_results(&wanted, with_dependents)
-                .and_then(|results| restore(results, files));
+                .and_then(|results| restore(results, &files));
             match results {
                 Some((modules, problems)) => {
                     found.modules.extend(modules);
@@ -296,7 +300,7 @@ fn restore(
 /// Per file, a hash of everything its result depends on: the build, the
 /// configuration, the requirement files, the enclosing packages, and every
 /// file of its import group (path and content).
-fn file_keys(inputs: &RequestInputs, files: &[&ReadFile]) -> FxHashMap<String, String> {
+fn file_keys(inputs: &RequestInputs, files: &[ReadFile]) -> FxHashMap<String, String> {
     let mut shared = Xxh3::new();
     shared.update(BUILD_ID.as_bytes());
     shared.update(inputs.root.to_string_lossy().as_bytes());
@@ -317,7 +321,7 @@ fn file_keys(inputs: &RequestInputs, files: &[&ReadFile]) -> FxHashMap<String, S
         }
     }
     let shared = shared.digest128();
-    let hashes: Vec<u64> = files.par_iter().map(|file| file_hash(file)).collect();
+    let hashes: Vec<u64> = files.par_iter().map(file_hash).collect();
     let groups = Package::import_groups(inputs.root, files);
     let mut members: FxHashMap<usize, Vec<u64>> = FxHashMap::default();
     for (hash, group) in hashes.iter().zip(&groups) {

@@ -133,18 +133,12 @@ fn run_with_cache(request: &RunRequest, read: Vec<Result<ReadFile, FileProblem>>
         config_file: request.config.source.as_deref(),
         enclosing_packages: &enclosing_packages(&request.root),
     };
-    let by_reference: Vec<&ReadFile> = readable.iter().collect();
-    let mut cache = ResultCache::open(&inputs, &by_reference);
-    let by_path: FxHashMap<&str, &ReadFile> = readable
-        .iter()
-        .map(|file| (file.relative_path.as_str(), file))
-        .collect();
+    let mut cache = ResultCache::open(&inputs, &readable);
     let lookup = cache.lookup(
         request.scope.as_ref(),
         request.expand_scope_to_dependents,
-        &by_path,
+        &readable,
     );
-    drop(by_path);
     let mut outcome = lookup.found;
     let in_scope = |path: &str| {
         request

@@ -282,7 +282,7 @@ impl Package {
 
     /// Each file's import group (`neighbourhood::import_groups`): a file's
     /// rewrite depends on the files of its group only.
-    pub fn import_groups(root: &Path, files: &[&ReadFile]) -> Vec<usize> {
+    pub fn import_groups(root: &Path, files: &[ReadFile]) -> Vec<usize> {
         let enclosing = enclosing_packages(root);
         let names: Vec<(String, bool)> = files
             .iter()
