@@ -1,5 +1,6 @@
 //! Machine-readable output; the schema is documented in `docs/json.md`.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::engine::{LocatedDiagnostic, RunOutcome};
@@ -38,9 +39,10 @@ struct FileError {
 pub fn render(outcome: &RunOutcome) -> String {
     let report = Report {
         version: SCHEMA_VERSION,
+        // Diffs in parallel: a report of a whole repository holds hundreds.
         modules: outcome
             .modules
-            .iter()
+            .par_iter()
             .map(|module| ModuleReport {
                 path: &module.relative_path,
                 pattern: module.classification.name(),
