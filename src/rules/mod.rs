@@ -19,6 +19,7 @@ use crate::analysis::{library, training};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python;
 use crate::python::edit::Edit;
+use rayon::prelude::*;
 use rewrite::ModuleRewrite;
 
 pub const MIXED_TRAINING_LOOPS: Code = Code::new(
@@ -136,7 +137,8 @@ pub fn rewrite_module<'a>(
 /// by hand. Its range, if the module has one.
 fn device_tower(analysis: &Analysis, module: &ModuleAnalysis) -> Option<std::ops::Range<usize>> {
     let text = &module.module.source.text;
-    module.scopes.iter().find_map(|scope| {
+    // Scopes in parallel (a large module is one task), the first in order wins.
+    module.scopes.par_iter().find_map_first(|scope| {
         scope.facts.calls.iter().find_map(|site| {
             let callee =
                 training::callee_name(analysis.package, module.module, scope, &site.call.func)?;
@@ -187,7 +189,8 @@ fn unsupported_training(
     analysis: &Analysis,
     module: &ModuleAnalysis,
 ) -> Option<(std::ops::Range<usize>, &'static UnsupportedApi)> {
-    module.scopes.iter().find_map(|scope| {
+    // Scopes in parallel (a large module is one task), the first in order wins.
+    module.scopes.par_iter().find_map_first(|scope| {
         scope.facts.calls.iter().find_map(|site| {
             let call = site.call;
             let callee = training::callee_name(analysis.package, module.module, scope, &call.func)?;
