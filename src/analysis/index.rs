@@ -68,6 +68,9 @@ pub struct CallSite<'a> {
     pub conditions: Vec<&'a Expr>,
 }
 
+/// An expression of the tree: its address and source range.
+pub type ExpressionKey = (usize, Range<usize>);
+
 /// The facts of one scope (its own statements, not those of nested functions).
 #[derive(Debug, Default)]
 pub struct ScopeIndex<'a> {
@@ -75,6 +78,10 @@ pub struct ScopeIndex<'a> {
     pub statements: Vec<&'a Stmt>,
     pub calls: Vec<CallSite<'a>>,
     pub assignments: Vec<Assignment<'a>>,
+    /// The callee each called expression resolved to, by the expression's
+    /// address: several passes ask about the same call, and resolving it
+    /// builds and looks up names each time.
+    pub callees: std::sync::Mutex<FxHashMap<ExpressionKey, Option<String>>>,
 }
 
 impl<'a> ScopeIndex<'a> {

@@ -191,6 +191,33 @@ pub fn callee_name(
     scope: &Scope,
     func: &Expr,
 ) -> Option<String> {
+    // The address with the source range: an expression built for a lookup,
+    // not in the tree, cannot be taken for another one.
+    let key = (
+        std::ptr::from_ref(func) as usize,
+        crate::python::parse::span(func),
+    );
+    let known = scope
+        .facts
+        .callees
+        .lock()
+        .map(|callees| callees.get(&key).cloned());
+    if let Ok(Some(callee)) = known {
+        return callee;
+    }
+    let callee = resolve_callee(package, module, scope, func);
+    if let Ok(mut callees) = scope.facts.callees.lock() {
+        callees.insert(key, callee.clone());
+    }
+    callee
+}
+
+fn resolve_callee(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    func: &Expr,
+) -> Option<String> {
     if let Some(raw) = scope.bindings.resolve_raw(func) {
         return Some(package.final_name(&raw));
     }
