@@ -66,26 +66,59 @@ pub fn files_to_load(
 /// selected files), so a stored result stays right while its group's files
 /// are unchanged.
 pub fn import_groups(imports: &[&[String]], names: &[(String, bool)]) -> Vec<usize> {
-    let graph = ImportGraph::new(imports, names);
-    let mut parent: Vec<usize> = (0..names.len()).collect();
-    fn root(parent: &mut [usize], mut index: usize) -> usize {
-        while parent[index] != index {
-            parent[index] = parent[parent[index]];
-            index = parent[index];
+    let modules = Modules::new(names);
+    let mut groups = UnionFind::new(names.len());
+    // A package's submodules are joined once; an import reaching them then
+    // joins one of them (materialising each such edge was most of the work).
+    let mut joined_submodules: FxHashMap<&str, usize> = FxHashMap::default();
+    for (index, imported_names) in imports.iter().enumerate() {
+        for imported in imported_names.iter() {
+            reached_modules(imported, names, &modules, &mut |reached| match reached {
+                Reached::Module(other) => groups.join(index, other),
+                Reached::Submodules(package) => {
+                    let Some(submodules) = modules.submodules.get(package) else {
+                        return;
+                    };
+                    let first = *joined_submodules.entry(package).or_insert_with(|| {
+                        for &submodule in submodules {
+                            groups.join(submodules[0], submodule);
+                        }
+                        submodules[0]
+                    });
+                    groups.join(index, first);
+                }
+            });
+        }
+    }
+    (0..names.len()).map(|index| groups.root(index)).collect()
+}
+
+/// Disjoint sets of files, joined by imports.
+struct UnionFind {
+    parent: Vec<usize>,
+}
+
+impl UnionFind {
+    fn new(size: usize) -> Self {
+        UnionFind {
+            parent: (0..size).collect(),
+        }
+    }
+
+    fn root(&mut self, mut index: usize) -> usize {
+        while self.parent[index] != index {
+            self.parent[index] = self.parent[self.parent[index]];
+            index = self.parent[index];
         }
         index
     }
-    for (index, imported) in graph.imports.iter().enumerate() {
-        for &other in imported {
-            let (a, b) = (root(&mut parent, index), root(&mut parent, other));
-            if a != b {
-                parent[a.max(b)] = a.min(b);
-            }
+
+    fn join(&mut self, a: usize, b: usize) {
+        let (a, b) = (self.root(a), self.root(b));
+        if a != b {
+            self.parent[a.max(b)] = a.min(b);
         }
     }
-    (0..names.len())
-        .map(|index| root(&mut parent, index))
-        .collect()
 }
 
 fn count(flags: &[bool]) -> usize {
@@ -99,27 +132,18 @@ struct ImportGraph {
 
 impl ImportGraph {
     fn new(imports: &[&[String]], names: &[(String, bool)]) -> Self {
-        // Candidates by last name segment: `same_module` also matches a name
-        // lacking the package prefix (a root inside the package).
-        let mut modules = Modules::default();
-        for (index, (name, _)) in names.iter().enumerate() {
-            modules
-                .by_last_segment
-                .entry(last_segment(name))
-                .or_default()
-                .push(index);
-            let mut parent = name.as_str();
-            while let Some((shorter, _)) = parent.rsplit_once('.') {
-                modules.submodules.entry(shorter).or_default().push(index);
-                parent = shorter;
-            }
-        }
+        let modules = Modules::new(names);
         let imports = imports
             .par_iter()
             .map(|imported_names| {
                 let mut found = Vec::new();
                 for imported in imported_names.iter() {
-                    reached_modules(imported, names, &modules, &mut found);
+                    reached_modules(imported, names, &modules, &mut |reached| match reached {
+                        Reached::Module(index) => found.push(index),
+                        Reached::Submodules(package) => {
+                            found.extend(modules.submodules.get(package).into_iter().flatten())
+                        }
+                    });
                 }
                 found.sort_unstable();
                 found.dedup();
@@ -153,17 +177,42 @@ struct Modules<'n> {
     submodules: FxHashMap<&'n str, Vec<usize>>,
 }
 
+impl<'n> Modules<'n> {
+    fn new(names: &'n [(String, bool)]) -> Self {
+        let mut modules = Modules::default();
+        for (index, (name, _)) in names.iter().enumerate() {
+            modules
+                .by_last_segment
+                .entry(last_segment(name))
+                .or_default()
+                .push(index);
+            let mut parent = name.as_str();
+            while let Some((shorter, _)) = parent.rsplit_once('.') {
+                modules.submodules.entry(shorter).or_default().push(index);
+                parent = shorter;
+            }
+        }
+        modules
+    }
+}
+
+/// What an imported name reaches: one file, or every module under a package.
+enum Reached<'n> {
+    Module(usize),
+    Submodules(&'n str),
+}
+
 /// The files an imported dotted name may run: the module itself, its parent
 /// packages, and, for a package, its submodules (`from pkg import (` over
 /// several lines names them where the scan cannot see).
-fn reached_modules(
-    imported: &str,
-    names: &[(String, bool)],
+fn reached_modules<'n>(
+    imported: &'n str,
+    names: &'n [(String, bool)],
     modules: &Modules,
-    found: &mut Vec<usize>,
+    found: &mut dyn FnMut(Reached<'n>),
 ) {
     // A namespace package has no module of its own name.
-    found.extend(modules.submodules.get(imported).into_iter().flatten());
+    found(Reached::Submodules(imported));
     let mut prefix = imported;
     let mut is_imported_name = true;
     loop {
@@ -173,9 +222,9 @@ fn reached_modules(
             if !same_module(prefix, name) {
                 continue;
             }
-            found.push(index);
+            found(Reached::Module(index));
             if is_imported_name {
-                found.extend(modules.submodules.get(name.as_str()).into_iter().flatten());
+                found(Reached::Submodules(name.as_str()));
             }
         }
         match prefix.rsplit_once('.') {
