@@ -244,19 +244,24 @@ mod tests {
     use super::*;
     use crate::analysis::import_lines::{imported_modules, package_of};
 
+    /// Each file's module name (and whether a package `__init__`) and the
+    /// modules its import lines name, from (path, module name, text).
+    fn names_and_imports(files: &[(&str, &str, &str)]) -> (Vec<(String, bool)>, Vec<Vec<String>>) {
+        let is_init = |path: &str| path.ends_with("__init__.py");
+        let names = files
+            .iter()
+            .map(|(path, name, _)| (name.to_string(), is_init(path)))
+            .collect();
+        let imports = files
+            .iter()
+            .map(|(path, name, text)| imported_modules(text, package_of(name, is_init(path))))
+            .collect();
+        (names, imports)
+    }
+
     fn load(files: &[(&str, &str, &str)], selected: &[&str]) -> Option<Vec<String>> {
         let paths: Vec<&str> = files.iter().map(|(path, _, _)| *path).collect();
-        let names: Vec<(String, bool)> = files
-            .iter()
-            .map(|(path, name, _)| (name.to_string(), path.ends_with("__init__.py")))
-            .collect();
-        let imports: Vec<Vec<String>> = files
-            .iter()
-            .map(|(path, name, text)| {
-                let package = package_of(name, path.ends_with("__init__.py"));
-                imported_modules(text, package)
-            })
-            .collect();
+        let (names, imports) = names_and_imports(files);
         let imports: Vec<&[String]> = imports.iter().map(Vec::as_slice).collect();
         let selected = selected.iter().map(|path| path.to_string()).collect();
         let wanted = files_to_load(&paths, &imports, &names, &selected)?;
@@ -319,16 +324,7 @@ mod tests {
 
     /// The files of each group, groups in the order of their first file.
     fn groups(files: &[(&str, &str, &str)]) -> Vec<Vec<String>> {
-        let names: Vec<(String, bool)> = files
-            .iter()
-            .map(|(path, name, _)| (name.to_string(), path.ends_with("__init__.py")))
-            .collect();
-        let imports: Vec<Vec<String>> = files
-            .iter()
-            .map(|(path, name, text)| {
-                imported_modules(text, package_of(name, path.ends_with("__init__.py")))
-            })
-            .collect();
+        let (names, imports) = names_and_imports(files);
         let imports: Vec<&[String]> = imports.iter().map(Vec::as_slice).collect();
         let group_of = import_groups(&imports, &names);
         let mut groups: Vec<Vec<String>> = Vec::new();
