@@ -217,6 +217,15 @@ pub fn enclosing_packages(root: &Path) -> Vec<String> {
 
 /// The dotted module name of a file relative to the package root, after the
 /// enclosing packages, and whether it is a package's `__init__.py`.
+/// Each file's module name and whether it is a package's `__init__.py`.
+fn module_names(root: &Path, files: &[ReadFile]) -> Vec<(String, bool)> {
+    let enclosing = enclosing_packages(root);
+    files
+        .iter()
+        .map(|file| module_name(&enclosing, &file.relative_path))
+        .collect()
+}
+
 fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, bool) {
     // A notebook's last segment (`train:ipynb`) is no identifier: no module can import it.
     let notebook = relative_path
@@ -265,11 +274,7 @@ impl Package {
                 Err(problem) => package.problems.push(problem),
             }
         }
-        let enclosing = enclosing_packages(root);
-        let names: Vec<(String, bool)> = files
-            .iter()
-            .map(|file| module_name(&enclosing, &file.relative_path))
-            .collect();
+        let names = module_names(root, &files);
         package.module_names = ModuleIndex::new(names.iter().map(|(name, _)| name.clone()));
         let mut loader = Loader::new(&files, &names);
         if let Some(selected) = selected {
@@ -283,11 +288,7 @@ impl Package {
     /// Each file's import group (`neighbourhood::import_groups`): a file's
     /// rewrite depends on the files of its group only.
     pub fn import_groups(root: &Path, files: &[ReadFile]) -> Vec<usize> {
-        let enclosing = enclosing_packages(root);
-        let names: Vec<(String, bool)> = files
-            .iter()
-            .map(|file| module_name(&enclosing, &file.relative_path))
-            .collect();
+        let names = module_names(root, files);
         let imports: Vec<Vec<String>> = files
             .par_iter()
             .zip(&names)
