@@ -134,6 +134,15 @@ mod tests {
     }
 
     #[test]
+    fn only_lines_starting_with_an_import_count_once_each() {
+        // Windows line ends, the word twice on one line, in a docstring and
+        // on the first line, and an indented import.
+        let text = "\"\"\"Nothing to import here.\"\"\"\r\nimport os\r\nfrom a import b  # import c\r\nx = 1\n    import json\nimporter = 2\n";
+        assert_eq!(imported_modules(text, ""), ["os", "a.b", "a", "json"]);
+        assert_eq!(imported_modules("import first\n", ""), ["first"]);
+    }
+
+    #[test]
     fn a_file_importing_a_module_of_the_set_is_found_and_others_are_not() {
         let relevant: HashSet<&str> = ["trainer.model"].into_iter().collect();
         let driver = imported_modules("from trainer import model\n", "");

@@ -110,6 +110,43 @@ fn calls_know_their_loops_and_conditions() {
 }
 
 #[test]
+fn each_statement_comes_with_its_own_calls_only() {
+    let text = format!(
+        "{PRELUDE}{TRAINS}total = f(g(1))\nfor i in range(3):\n    h(i)\n    if k():\n        m()\ndef inner():\n    n()\n"
+    );
+    with_index(&text, |_, top_level, text| {
+        let seen: Vec<(String, Vec<&str>)> = top_level
+            .statements_with_calls()
+            .map(|(statement, calls)| {
+                let first_line = text[span(statement)].lines().next().unwrap().to_string();
+                let mut called: Vec<&str> = calls
+                    .iter()
+                    .map(|site| &text[span(&*site.call.func)])
+                    .collect();
+                called.sort_unstable();
+                (first_line, called)
+            })
+            // The prelude and the tape's block.
+            .filter(|(line, _)| {
+                !["import", "with", "pass"]
+                    .iter()
+                    .any(|s| line.starts_with(s))
+            })
+            .collect();
+        let expected: Vec<(String, Vec<&str>)> = vec![
+            ("total = f(g(1))".into(), vec!["f", "g"]),
+            ("for i in range(3):".into(), vec!["range"]),
+            ("h(i)".into(), vec!["h"]),
+            ("if k():".into(), vec!["k"]),
+            ("m()".into(), vec!["m"]),
+            // A function's body is its own scope.
+            ("def inner():".into(), vec![]),
+        ];
+        assert_eq!(seen, expected);
+    });
+}
+
+#[test]
 fn rank_zero_blocks_and_init_are_found() {
     let text = format!(
         "{PRELUDE}print('before')\nhvd.init()\nif hvd.rank() == 0:\n    print('a')\nif 0 == hvd.local_rank():\n    print('b')\nif hvd.rank() == 1:\n    print('c')\n"
