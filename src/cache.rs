@@ -56,8 +56,6 @@ pub fn directory_for(root: &Path) -> PathBuf {
 pub struct ResultCache {
     /// The file holding this root's results.
     entry: PathBuf,
-    /// The cache directory of this build.
-    build_directory: PathBuf,
     directory: PathBuf,
     /// Per readable file, a hash of everything its result depends on.
     keys: FxHashMap<String, String>,
@@ -139,16 +137,16 @@ impl ResultCache {
     /// key from the files as read.
     pub fn open(inputs: &RequestInputs, files: &[ReadFile]) -> ResultCache {
         let directory = directory_for(inputs.root);
-        let build_directory = directory.join(BUILD_ID);
         let slot = xxh3_64(inputs.root.to_string_lossy().as_bytes());
-        let entry = build_directory.join(format!("results-{slot:016x}.json"));
+        let entry = directory
+            .join(BUILD_ID)
+            .join(format!("results-{slot:016x}.json"));
         let stored = std::fs::read(&entry)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
         ResultCache {
             entry,
-            build_directory,
             directory,
             keys: file_keys(inputs, files),
             stored,
@@ -271,8 +269,10 @@ impl ResultCache {
     fn write(&self) -> std::io::Result<()> {
         create_cache_directory(&self.directory)?;
         remove_other_builds(&self.directory);
-        std::fs::create_dir_all(&self.build_directory)?;
-        let mut file = tempfile::NamedTempFile::new_in(&self.build_directory)?;
+        // The cache directory of this build.
+        let build_directory = self.directory.join(BUILD_ID);
+        std::fs::create_dir_all(&build_directory)?;
+        let mut file = tempfile::NamedTempFile::new_in(&build_directory)?;
         serde_json::to_writer(std::io::BufWriter::new(file.as_file_mut()), &self.stored)?;
         file.as_file_mut().flush()?;
         file.persist(&self.entry).map_err(|error| error.error)?;
