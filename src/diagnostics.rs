@@ -73,8 +73,9 @@ impl Code {
     /// Looks a code up by its id (`DST001`, any case) or name (`import-not-at-top`).
     pub fn from_id_or_name(text: &str) -> Option<Code> {
         all_codes()
-            .into_iter()
+            .iter()
             .find(|code| code.id.eq_ignore_ascii_case(text) || code.name == text)
+            .cloned()
     }
 }
 
@@ -104,11 +105,15 @@ impl Ord for Code {
     }
 }
 
-/// Every code the tool can emit, sorted by id.
-pub fn all_codes() -> Vec<Code> {
-    let mut codes = crate::rules::registry::codes();
-    codes.sort();
-    codes
+/// Every code the tool can emit, sorted by id: gathered once, since every
+/// diagnostic read back from the result cache looks its code up here.
+pub fn all_codes() -> &'static [Code] {
+    static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
+        let mut codes = crate::rules::registry::codes();
+        codes.sort();
+        codes
+    });
+    &CODES
 }
 
 /// One broken or relied-upon assumption, at the statement that concerns it,

@@ -24,7 +24,7 @@ pub fn render(outcome: &RunOutcome) -> String {
             module
                 .diagnostics
                 .iter()
-                .map(|diagnostic| result(&codes, module, diagnostic))
+                .map(|diagnostic| result(codes, module, diagnostic))
         })
         .collect();
     let notifications: Vec<Value> = outcome.problems.iter().map(notification).collect();
@@ -40,7 +40,7 @@ pub fn render(outcome: &RunOutcome) -> String {
                 "driver": {
                     "name": "distribute",
                     "version": env!("CARGO_PKG_VERSION"),
-                    "rules": rules(&codes),
+                    "rules": rules(codes),
                 }
             },
             "invocations": [{
