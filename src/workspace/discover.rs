@@ -3,6 +3,9 @@
 //! environments, and refusing symlinks that leave the root.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use ignore::{DirEntry, WalkState};
 
 use crate::analysis::package::{FileProblem, FileProblemKind};
 use crate::python::parse::LoadError;
@@ -11,9 +14,10 @@ use crate::python::parse::LoadError;
 /// sorted, plus the files that were refused.
 pub fn discover_python_files(root: &Path) -> (Vec<String>, Vec<FileProblem>) {
     let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let mut files = Vec::new();
-    let mut problems = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
+    let found = Mutex::new((Vec::new(), Vec::new()));
+    // In parallel, as ripgrep walks: on a large tree the walk is a good part
+    // of a run whose results all come from the cache.
+    ignore::WalkBuilder::new(root)
         .hidden(true)
         .require_git(false)
         .follow_links(false)
@@ -26,36 +30,55 @@ pub fn discover_python_files(root: &Path) -> (Vec<String>, Vec<FileProblem>) {
                     || name == "site-packages"
                     || entry.path().join("pyvenv.cfg").is_file()))
         })
-        .build();
-    for entry in walker.flatten() {
-        let path = entry.path();
-        if !is_python_source(path) {
-            continue;
-        }
-        let Some(relative) = relative_path(root, path) else {
-            continue;
-        };
-        let is_symlink = entry.file_type().is_some_and(|kind| kind.is_symlink());
-        if is_symlink {
-            match path.canonicalize() {
-                Ok(target) if target.starts_with(&canonical_root) => {
-                    // Analysed under its real path inside the root.
+        .build_parallel()
+        .run(|| {
+            Box::new(|entry| {
+                if let Ok(entry) = entry {
+                    let found_here = classify(root, &canonical_root, &entry);
+                    let mut found = found.lock().unwrap_or_else(PoisonError::into_inner);
+                    match found_here {
+                        Some(Ok(file)) => found.0.push(file),
+                        Some(Err(problem)) => found.1.push(problem),
+                        None => {}
+                    }
                 }
-                _ => problems.push(FileProblem {
-                    relative_path: relative,
-                    kind: FileProblemKind::Error(LoadError::Unreadable(
-                        "symbolic link pointing outside the package root: not analysed".into(),
-                    )),
-                }),
-            }
-            continue;
-        }
-        if entry.file_type().is_some_and(|kind| kind.is_file()) {
-            files.push(relative);
-        }
-    }
+                WalkState::Continue
+            })
+        });
+    let (mut files, mut problems) = found.into_inner().unwrap_or_else(PoisonError::into_inner);
     files.sort();
+    problems.sort_by(|a: &FileProblem, b| a.relative_path.cmp(&b.relative_path));
     (files, problems)
+}
+
+/// A walked entry as a Python file of the package, a refused one, or neither.
+fn classify(
+    root: &Path,
+    canonical_root: &Path,
+    entry: &DirEntry,
+) -> Option<Result<String, FileProblem>> {
+    let path = entry.path();
+    if !is_python_source(path) {
+        return None;
+    }
+    let relative = relative_path(root, path)?;
+    let is_symlink = entry.file_type().is_some_and(|kind| kind.is_symlink());
+    if is_symlink {
+        return match path.canonicalize() {
+            // Analysed under its real path inside the root.
+            Ok(target) if target.starts_with(canonical_root) => None,
+            _ => Some(Err(FileProblem {
+                relative_path: relative,
+                kind: FileProblemKind::Error(LoadError::Unreadable(
+                    "symbolic link pointing outside the package root: not analysed".into(),
+                )),
+            })),
+        };
+    }
+    entry
+        .file_type()
+        .is_some_and(|kind| kind.is_file())
+        .then_some(Ok(relative))
 }
 
 /// Whether a file is a Python source the tool reads: a `.py` module or a
