@@ -148,9 +148,11 @@ pub fn run(arguments: Arguments) -> Result<i32> {
                 .as_ref()
                 .map(|rewritten| (module, rewritten))
         })
-        .filter(|(module, rewritten)| {
-            std::fs::read_to_string(root.join(config.output_path(&module.relative_path)))
-                .map_or(true, |existing| existing != **rewritten)
+        .filter(|(module, rewritten)| match config.output {
+            // The target is the file as this run read it.
+            OutputMode::InPlace => module.original != **rewritten,
+            _ => std::fs::read_to_string(root.join(config.output_path(&module.relative_path)))
+                .map_or(true, |existing| existing != **rewritten),
         })
         .count();
     let mut write_failures = Vec::new();
