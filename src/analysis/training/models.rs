@@ -40,33 +40,54 @@ pub(super) fn model_factories(
     scopes_per_module: &[Vec<Scope>],
 ) -> HashSet<String> {
     let mut factories: HashSet<String> = HashSet::new();
+    // The factories the last round found: a function that is not a factory
+    // yet can only become one by calling one of them.
+    let mut newly_found: Option<HashSet<String>> = None;
     // Each round finds factories returning models from the previous round's
     // factories; a few rounds cover any realistic chain.
     for _ in 0..4 {
-        let mut found = factories.clone();
         // Modules in parallel: each reads only the previous round's factories.
-        let found_in_modules: Vec<String> = package
+        let found_in_modules: HashSet<String> = package
             .modules
             .par_iter()
             .zip(scopes_per_module)
             .flat_map(|(module, scopes)| {
                 let factories = &factories;
+                let newly_found = newly_found.as_ref();
                 scopes
                     .par_iter()
                     .filter(|scope| {
                         scope.function.is_some() && !factories.contains(&scope.qualified_name)
                     })
+                    .filter(move |scope| {
+                        newly_found.is_none_or(|newly_found| {
+                            calls_any(package, module, scope, newly_found)
+                        })
+                    })
                     .filter(move |scope| returns_model(package, module, scope, factories))
                     .map(|scope| scope.qualified_name.clone())
             })
             .collect();
-        found.extend(found_in_modules);
-        if found == factories {
+        if found_in_modules.is_empty() {
             break;
         }
-        factories = found;
+        factories.extend(found_in_modules.iter().cloned());
+        newly_found = Some(found_in_modules);
     }
     factories
+}
+
+/// Whether a scope calls one of the given package functions.
+fn calls_any(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    functions: &HashSet<String>,
+) -> bool {
+    scope.facts.calls.iter().any(|site| {
+        callee_name(package, module, scope, &site.call.func)
+            .is_some_and(|callee| functions.contains(&callee))
+    })
 }
 
 /// Names bound to Keras models in each scope of a module, by scope index.
