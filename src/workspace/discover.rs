@@ -97,3 +97,75 @@ pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
         .collect();
     Some(parts.join("/"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, relative: &str, text: &str) {
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn finds_python_files_sorted_and_skips_what_is_not_the_package() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path();
+        for relative in [
+            "train.py",
+            "trainer/model.py",
+            "trainer/__init__.py",
+            "notebooks/explore.ipynb",
+            "deep/a/b/c/d/e/leaf.py",
+            // Not the package: ignored, hidden, caches, installed packages, a virtualenv.
+            "build/generated.py",
+            ".hidden/secret.py",
+            "trainer/__pycache__/model.py",
+            "lib/site-packages/tensorflow/__init__.py",
+            "web/node_modules/tool/script.py",
+            "env/lib/module.py",
+            // Not Python.
+            "README.md",
+            "data/train.csv",
+        ] {
+            write(root, relative, "x = 1\n");
+        }
+        write(root, ".gitignore", "build/\n");
+        write(root, "env/pyvenv.cfg", "home = /usr/bin\n");
+        let (files, problems) = discover_python_files(root);
+        assert_eq!(
+            files,
+            [
+                "deep/a/b/c/d/e/leaf.py",
+                "notebooks/explore.ipynb",
+                "train.py",
+                "trainer/__init__.py",
+                "trainer/model.py",
+            ]
+        );
+        assert!(problems.is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_leaving_the_root_is_refused_and_one_inside_is_not_read_twice() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "elsewhere.py", "x = 1\n");
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path();
+        write(root, "model.py", "x = 1\n");
+        std::os::unix::fs::symlink(outside.path().join("elsewhere.py"), root.join("outside.py"))
+            .unwrap();
+        std::os::unix::fs::symlink(root.join("model.py"), root.join("alias.py")).unwrap();
+        let (files, problems) = discover_python_files(root);
+        assert_eq!(files, ["model.py"]);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].relative_path, "outside.py");
+        let message = problems[0].message();
+        assert!(
+            message.contains("symbolic link pointing outside the package root"),
+            "{message}"
+        );
+    }
+}
