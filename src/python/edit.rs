@@ -64,7 +64,14 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, ConflictingEdit
     });
     let mut unique: Vec<&Edit> = Vec::with_capacity(ordered.len());
     for (_, edit) in ordered {
-        if unique.contains(&edit) {
+        // Sorted by start, an equal edit can only be among the last ones
+        // kept that start where this one does: searching all is quadratic.
+        let is_duplicate = unique
+            .iter()
+            .rev()
+            .take_while(|kept| kept.range.start == edit.range.start)
+            .any(|kept| *kept == edit);
+        if is_duplicate {
             continue;
         }
         if let Some(previous) = unique.last()
