@@ -15,7 +15,7 @@ use crate::cache::{DependencyFacts, RequestInputs, ResultCache};
 use crate::diagnostics::Severity;
 use crate::python::edit::{Edit, apply_edits};
 use crate::python::notebook::CellChange;
-use crate::python::parse::parse_module;
+use crate::python::parse::check_rewrite_parses;
 use crate::python::source::SourceFile;
 use crate::rules::{Classification, RuleOptions, rewrite_module};
 use crate::workspace::config::Config;
@@ -342,10 +342,14 @@ fn rewrite_and_verify(
             }
             None => false,
         });
-    Some(verify(source, result))
+    Some(verify(source, &module.module.parsed_pieces, result))
 }
 
-fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> ModuleOutcome {
+fn verify(
+    source: &SourceFile,
+    parsed_pieces: &[std::ops::Range<usize>],
+    result: crate::rules::ModuleRewriteResult,
+) -> ModuleOutcome {
     let mut diagnostics: Vec<LocatedDiagnostic> = result
         .diagnostics
         .iter()
@@ -408,7 +412,13 @@ fn verify(source: &SourceFile, result: crate::rules::ModuleRewriteResult) -> Mod
             ));
         }
         Ok(rewritten) if rewritten != source.text => {
-            match parse_module(&rewritten, &source.relative_path) {
+            match check_rewrite_parses(
+                &rewritten,
+                &source.text,
+                parsed_pieces,
+                &edits,
+                &source.relative_path,
+            ) {
                 Ok(_) if source.notebook.is_some() => {
                     write_back_to_notebook(&mut outcome, source, &edits)
                 }

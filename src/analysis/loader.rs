@@ -18,7 +18,7 @@ use super::import_lines;
 use super::neighbourhood;
 use super::package::{FileProblem, FileProblemKind, Module, Package};
 use crate::python::notebook::{Notebook, NotebookError};
-use crate::python::parse::{LoadError, decode, parse_module};
+use crate::python::parse::{LoadError, decode, parse_module_in_pieces};
 use crate::python::source::SourceFile;
 
 /// Words a file must contain to possibly matter: a file that mentions none of
@@ -218,15 +218,17 @@ impl<'f> Loader<'f> {
             .par_iter()
             .map(|&index| {
                 let file = &loader.files[index];
-                let result = parse_module(&file.text, &file.relative_path).map(|body| {
-                    let module = loader.module(index, body, module_names);
-                    let imports = if loader.follows_imports[index] {
-                        module.imports.clone()
-                    } else {
-                        Vec::new()
-                    };
-                    (module, imports)
-                });
+                let result =
+                    parse_module_in_pieces(&file.text, &file.relative_path).map(|parsed| {
+                        let mut module = loader.module(index, parsed.body, module_names);
+                        module.parsed_pieces = parsed.pieces;
+                        let imports = if loader.follows_imports[index] {
+                            module.imports.clone()
+                        } else {
+                            Vec::new()
+                        };
+                        (module, imports)
+                    });
                 (index, result)
             })
             .collect();

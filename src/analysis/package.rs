@@ -3,6 +3,7 @@
 //! `__init__.py` re-exports) and the class hierarchy.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
@@ -34,6 +35,9 @@ pub struct Module {
     /// The package modules it imports, found once (loading follows them, and
     /// a changed module's dependents are found through them).
     pub imports: Vec<String>,
+    /// For a large file parsed in pieces, the ranges that parsed on their
+    /// own: verifying a rewrite parses only the pieces it changed.
+    pub parsed_pieces: Vec<Range<usize>>,
 }
 
 /// The statement starting at `start`, found by binary search down the nesting.
@@ -67,6 +71,7 @@ impl Module {
             bindings: Bindings::default(),
             definitions: HashMap::new(),
             imports: Vec::new(),
+            parsed_pieces: Vec::new(),
         };
         module.index_definitions();
         let context = module.context(module_names);

@@ -95,6 +95,33 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, ConflictingEdit
     Ok(output)
 }
 
+/// Where offsets of the original text land in the text `apply_edits` makes
+/// of it: after every edit ending at or before them (an insertion there goes
+/// before them). `None` for an offset inside a replaced range.
+pub fn shifted_offsets(edits: &[Edit], offsets: &[usize]) -> Vec<Option<usize>> {
+    let mut unique: Vec<&Edit> = edits.iter().collect();
+    unique.sort_by(|a, b| {
+        (a.range.start, a.range.end, &a.content).cmp(&(b.range.start, b.range.end, &b.content))
+    });
+    // Identical edits are applied once.
+    unique.dedup();
+    offsets
+        .iter()
+        .map(|&offset| {
+            let mut shifted = offset;
+            for edit in &unique {
+                if edit.range.start < offset && offset < edit.range.end {
+                    return None;
+                }
+                if edit.range.end <= offset {
+                    shifted = (shifted + edit.content.len()).checked_sub(edit.range.len())?;
+                }
+            }
+            Some(shifted)
+        })
+        .collect()
+}
+
 /// For an insertion of whole lines at a line start: first, deeper indented
 /// first; anything else after them, in rule order.
 fn line_insertion_rank(text: &str, edit: &Edit) -> (bool, std::cmp::Reverse<usize>) {

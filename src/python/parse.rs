@@ -7,6 +7,7 @@ use rustpython_parser::ast::{self, Ranged};
 use rustpython_parser::lexer::{LexResult, lex};
 use rustpython_parser::{Mode, Tok, parse_tokens};
 
+pub use super::pieces::ParsedInPieces;
 use super::source::{LineIndex, Location, SourceFile};
 
 /// CPython refuses more than 200 nested brackets ("too many nested
@@ -173,10 +174,44 @@ impl<I: Iterator<Item = LexResult>> Iterator for DepthCheckedTokens<I> {
 /// parallel when it splits cleanly (`super::pieces`); otherwise, and to report
 /// an error, as a whole.
 pub fn parse_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError> {
-    if let Some(body) = super::pieces::parse_in_pieces(text, path) {
-        return Ok(body);
+    parse_module_in_pieces(text, path).map(|parsed| parsed.body)
+}
+
+/// `parse_module`, with the ranges of the text that parsed on their own
+/// (none when the file was parsed whole).
+pub fn parse_module_in_pieces(text: &str, path: &str) -> Result<ParsedInPieces, LoadError> {
+    if let Some(parsed) = super::pieces::parse_in_pieces(text, path) {
+        return Ok(parsed);
     }
-    parse_whole_module(text, path)
+    parse_whole_module(text, path).map(|body| ParsedInPieces {
+        body,
+        pieces: Vec::new(),
+    })
+}
+
+/// Whether a rewrite of `original` made by `edits` parses: for a file parsed
+/// in pieces, only the pieces the edits changed are parsed again
+/// (`super::pieces`); otherwise, and to word an error, the whole text.
+pub fn check_rewrite_parses(
+    rewritten: &str,
+    original: &str,
+    original_pieces: &[std::ops::Range<usize>],
+    edits: &[super::edit::Edit],
+    path: &str,
+) -> Result<(), LoadError> {
+    let starts: Vec<usize> = original_pieces.iter().map(|piece| piece.start).collect();
+    let shifted_starts = super::edit::shifted_offsets(edits, &starts);
+    let reused = super::pieces::rewrite_parses_in_pieces(
+        rewritten,
+        original,
+        original_pieces,
+        &shifted_starts,
+        path,
+    );
+    if reused.is_some() {
+        return Ok(());
+    }
+    parse_module(rewritten, path).map(drop)
 }
 
 fn parse_whole_module(text: &str, path: &str) -> Result<Vec<ast::Stmt>, LoadError> {

@@ -13,6 +13,8 @@
 //! that does not help, the caller parses the file as a whole, which also
 //! words its error.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 use rustpython_parser::ast;
 use rustpython_parser::lexer::lex_starts_at;
@@ -29,9 +31,17 @@ const PIECE_BYTES: usize = 256 * 1024;
 /// (a real syntax error fails every join, and each join parses again).
 const MAX_JOINED_PIECES: usize = 3;
 
+/// A large file parsed piece by piece: its statements, and the ranges of the
+/// text that parsed on their own (a rewrite's unchanged pieces need no
+/// second parse).
+pub struct ParsedInPieces {
+    pub body: Vec<ast::Stmt>,
+    pub pieces: Vec<Range<usize>>,
+}
+
 /// The statements of a large file parsed piece by piece, or `None` when the
 /// file is small, does not split, or a piece does not parse on its own.
-pub(super) fn parse_in_pieces(text: &str, path: &str) -> Option<Vec<ast::Stmt>> {
+pub(super) fn parse_in_pieces(text: &str, path: &str) -> Option<ParsedInPieces> {
     if text.len() < 2 * PIECE_BYTES {
         return None;
     }
@@ -46,6 +56,7 @@ pub(super) fn parse_in_pieces(text: &str, path: &str) -> Option<Vec<ast::Stmt>> 
         .map(|&(start, end)| parse_piece(text, start, end, path))
         .collect();
     let mut body = Vec::new();
+    let mut parsed_alone = Vec::with_capacity(pieces.len());
     let mut index = 0;
     while index < pieces.len() {
         let start = pieces[index].0;
@@ -61,9 +72,63 @@ pub(super) fn parse_in_pieces(text: &str, path: &str) -> Option<Vec<ast::Stmt>> 
             statements = parse_piece(text, start, end, path);
         }
         body.extend(statements?);
+        parsed_alone.push(start..pieces[index].1);
         index += 1;
     }
-    Some(body)
+    Some(ParsedInPieces {
+        body,
+        pieces: parsed_alone,
+    })
+}
+
+/// Whether a rewrite of a file parsed in pieces parses, found by parsing only
+/// the pieces the edits changed: the rewrite is split where the original's
+/// pieces start (shifted by the edits), and a piece equal byte for byte to
+/// the original piece that parsed on its own is not parsed again. If every
+/// piece parses on its own, the whole text does (the module's comment says
+/// why). `None` when that cannot be shown: a changed piece does not parse on
+/// its own, or the file was not parsed in pieces.
+pub(super) fn rewrite_parses_in_pieces(
+    rewritten: &str,
+    original: &str,
+    original_pieces: &[Range<usize>],
+    shifted_starts: &[Option<usize>],
+    path: &str,
+) -> Option<()> {
+    if original_pieces.is_empty() {
+        return None;
+    }
+    // The rewrite's pieces: each kept start with the original piece it came
+    // from; a start inside an edit, or no longer at a line start, is dropped
+    // (its piece joins the one before).
+    let mut starts: Vec<(usize, usize)> = Vec::new();
+    for (index, shifted) in shifted_starts.iter().enumerate() {
+        let Some(start) = *shifted else { continue };
+        let at_line_start = start == 0 || rewritten.as_bytes().get(start - 1) == Some(&b'\n');
+        if at_line_start && starts.last().is_none_or(|&(last, _)| last < start) {
+            starts.push((start, index));
+        }
+    }
+    if starts.first().is_none_or(|&(start, _)| start != 0) {
+        return None;
+    }
+    let ends = starts
+        .iter()
+        .skip(1)
+        .map(|&(start, _)| start)
+        .chain([rewritten.len()]);
+    let changed: Vec<(usize, usize)> = starts
+        .iter()
+        .zip(ends)
+        .filter(|&(&(start, index), end)| {
+            original.get(original_pieces[index].clone()) != rewritten.get(start..end)
+        })
+        .map(|(&(start, _), end)| (start, end))
+        .collect();
+    changed
+        .par_iter()
+        .all(|&(start, end)| parse_piece(rewritten, start, end, path).is_some())
+        .then_some(())
 }
 
 /// One piece's statements, with offsets into the whole text.
@@ -115,6 +180,7 @@ fn opens_definition(line: &str, previous_line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::python::edit::Edit;
     use rustpython_parser::ast::Ranged;
 
     /// A module of many top-level definitions, some with decorators and
@@ -141,7 +207,9 @@ mod tests {
     #[test]
     fn a_large_module_parses_in_pieces_to_the_same_statements() {
         let text = large_module();
-        let pieces = parse_in_pieces(&text, "module.py").expect("splits and parses");
+        let pieces = parse_in_pieces(&text, "module.py")
+            .expect("splits and parses")
+            .body;
         assert!(piece_starts(&text).len() > 2);
         let expected = whole(&text);
         assert_eq!(pieces.len(), expected.len());
@@ -169,7 +237,14 @@ mod tests {
             piece_starts(&text).len() > 2,
             "boundaries fall inside the string"
         );
-        let pieces = parse_in_pieces(&text, "module.py").expect("joined pieces parse");
+        let parsed = parse_in_pieces(&text, "module.py").expect("joined pieces parse");
+        let real = text.find("def real").unwrap();
+        assert_eq!(
+            parsed.pieces,
+            [0..real, real..text.len()],
+            "the pieces of the string joined, then the piece of `real`"
+        );
+        let pieces = parsed.body;
         assert_eq!(format!("{pieces:?}"), format!("{:?}", whole(&text)));
         assert_eq!(pieces.len(), 2, "the assignment of one string, and `real`");
     }
@@ -189,5 +264,86 @@ mod tests {
         assert!(opens_definition("@decorator\n", "\n"));
         assert!(opens_definition("class A:\n", "pass\n"));
         assert!(!opens_definition("    def method(self):\n", "\n"));
+    }
+
+    /// An insertion of `line` at the top level: before the first decorator
+    /// line after `at`.
+    fn insert_line(text: &str, at: usize, line: &str) -> Edit {
+        let start = at + text[at..].find("\n@tf.function").unwrap() + 1;
+        Edit::insertion(start, line)
+    }
+
+    #[test]
+    fn a_rewrite_parses_as_its_whole_text_does_though_only_changed_pieces_are_parsed() {
+        let original = large_module();
+        let parsed = parse_in_pieces(&original, "module.py").expect("splits and parses");
+        assert!(parsed.pieces.len() > 2);
+        let middle = original.len() / 2;
+        let top = Edit::insertion(0, "import horovod.tensorflow as hvd\nhvd.init()\n");
+        let end = Edit::insertion(original.len(), "\nif hvd.rank() == 0:\n    print('done')\n");
+        // A piece's first line replaced: the piece starts inside no edit.
+        let first_def = original.find("\ndef step_0").unwrap() + 1;
+        let renamed = Edit::replacement(first_def..first_def + 3, "async def");
+        let rewrites = [
+            // Lines a rewrite adds: at the top, inside a piece, at the end,
+            // at the start of every piece.
+            vec![top.clone()],
+            vec![
+                top.clone(),
+                insert_line(&original, middle, "hvd.shutdown()\n"),
+                end,
+            ],
+            parsed
+                .pieces
+                .iter()
+                .map(|piece| Edit::insertion(piece.start, "# moved\n"))
+                .collect(),
+            vec![renamed],
+            // Broken ones: an open bracket, a bad signature, and a string
+            // opened in a changed piece that only closes in an unchanged one
+            // (the pieces after it parse on their own; the text does not).
+            vec![top.clone(), insert_line(&original, middle, "x = (\n")],
+            vec![insert_line(&original, middle, "def broken(:\n    pass\n")],
+            vec![top, insert_line(&original, middle, "x = '''\n")],
+        ];
+        for (index, edits) in rewrites.iter().enumerate() {
+            let rewritten = crate::python::edit::apply_edits(&original, edits).unwrap();
+            let checked = super::super::parse::check_rewrite_parses(
+                &rewritten,
+                &original,
+                &parsed.pieces,
+                edits,
+                "module.py",
+            );
+            let whole = rustpython_parser::parse(&rewritten, Mode::Module, "module.py");
+            assert_eq!(
+                checked.is_ok(),
+                whole.is_ok(),
+                "rewrite {index}: {checked:?}"
+            );
+            assert_eq!(checked.is_ok(), index < 4, "rewrite {index}: {checked:?}");
+        }
+    }
+
+    #[test]
+    fn offsets_shift_past_the_edits_before_them_and_are_lost_inside_one() {
+        let edits = [
+            Edit::insertion(0, "ab"),
+            Edit::insertion(0, "ab"),
+            Edit::replacement(10..14, "x"),
+            Edit::insertion(20, "cdef"),
+        ];
+        assert_eq!(
+            crate::python::edit::shifted_offsets(&edits, &[0, 5, 10, 12, 14, 20, 30]),
+            [
+                Some(2),
+                Some(7),
+                Some(12),
+                None,
+                Some(13),
+                Some(23),
+                Some(33)
+            ]
+        );
     }
 }
