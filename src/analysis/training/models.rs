@@ -405,3 +405,28 @@ pub fn model_function_argument(call: &ast::ExprCall) -> Option<&Expr> {
         .map(|keyword| &keyword.value)
         .or_else(|| call.args.first())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Analysis;
+    use crate::analysis::package::Package;
+
+    #[test]
+    fn a_function_returning_another_factory_s_model_is_a_factory_however_long_the_chain() {
+        let scratch = tempfile::tempdir().unwrap();
+        let text = "import tensorflow as tf\n\n\
+            def dense_stack(units):\n    return tf.keras.Sequential([tf.keras.layers.Dense(units)])\n\n\
+            def regressor(units):\n    return dense_stack(units)\n\n\
+            def compiled_regressor(units):\n    net = regressor(units)\n    net.compile(optimizer=\"adam\", loss=\"mse\")\n    return net\n\n\
+            def data():\n    return [1, 2]\n";
+        std::fs::write(scratch.path().join("train.py"), text).unwrap();
+        let package = Package::load(scratch.path(), &["train.py".to_string()]);
+        let analysis = Analysis::new(&package);
+        let returns_model = |name: &str| analysis.functions[name].returns_model;
+        // Found in three rounds: each link once the one it calls is known.
+        assert!(returns_model("train.dense_stack"));
+        assert!(returns_model("train.regressor"));
+        assert!(returns_model("train.compiled_regressor"));
+        assert!(!returns_model("train.data"));
+    }
+}
