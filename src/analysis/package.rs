@@ -220,8 +220,6 @@ pub fn enclosing_packages(root: &Path) -> Vec<String> {
     prefix
 }
 
-/// The dotted module name of a file relative to the package root, after the
-/// enclosing packages, and whether it is a package's `__init__.py`.
 /// Each file's module name and whether it is a package's `__init__.py`.
 fn module_names(root: &Path, files: &[ReadFile]) -> Vec<(String, bool)> {
     let enclosing = enclosing_packages(root);
@@ -231,6 +229,8 @@ fn module_names(root: &Path, files: &[ReadFile]) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// The dotted module name of a file relative to the package root, after the
+/// enclosing packages, and whether it is a package's `__init__.py`.
 fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, bool) {
     // A notebook's last segment (`train:ipynb`) is no identifier: no module can import it.
     let notebook = relative_path
