@@ -53,6 +53,21 @@ pub struct ConflictingEdits {
 /// at a line start go first, the more indented first: lines continuing the
 /// block that ends there must precede lines opening the next statement.
 pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, ConflictingEdits> {
+    let applied = applied_edits(text, edits)?;
+    let mut output = String::with_capacity(text.len() + 256);
+    let mut cursor = 0;
+    for edit in applied {
+        output.push_str(&text[cursor..edit.range.start]);
+        output.push_str(&edit.content);
+        cursor = edit.range.end;
+    }
+    output.push_str(&text[cursor..]);
+    Ok(output)
+}
+
+/// The edits `apply_edits` applies, in the order it applies them, or the
+/// first two that conflict.
+fn applied_edits<'e>(text: &str, edits: &'e [Edit]) -> Result<Vec<&'e Edit>, ConflictingEdits> {
     let mut ordered: Vec<(usize, &Edit)> = edits.iter().enumerate().collect();
     ordered.sort_by_cached_key(|(order, edit)| {
         (
@@ -84,32 +99,22 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, ConflictingEdit
         }
         unique.push(edit);
     }
-    let mut output = String::with_capacity(text.len() + 256);
-    let mut cursor = 0;
-    for edit in unique {
-        output.push_str(&text[cursor..edit.range.start]);
-        output.push_str(&edit.content);
-        cursor = edit.range.end;
-    }
-    output.push_str(&text[cursor..]);
-    Ok(output)
+    Ok(unique)
 }
 
-/// Where offsets of the original text land in the text `apply_edits` makes
-/// of it: after every edit ending at or before them (an insertion there goes
-/// before them). `None` for an offset inside a replaced range.
-pub fn shifted_offsets(edits: &[Edit], offsets: &[usize]) -> Vec<Option<usize>> {
-    let mut unique: Vec<&Edit> = edits.iter().collect();
-    unique.sort_by(|a, b| {
-        (a.range.start, a.range.end, &a.content).cmp(&(b.range.start, b.range.end, &b.content))
-    });
-    // Identical edits are applied once.
-    unique.dedup();
+/// Where offsets of `text` land in the text `apply_edits` makes of it: after
+/// every edit ending at or before them (an insertion there goes before
+/// them). `None` for an offset inside a replaced range, and for all of them
+/// when the edits conflict.
+pub fn shifted_offsets(text: &str, edits: &[Edit], offsets: &[usize]) -> Vec<Option<usize>> {
+    let Ok(applied) = applied_edits(text, edits) else {
+        return vec![None; offsets.len()];
+    };
     offsets
         .iter()
         .map(|&offset| {
             let mut shifted = offset;
-            for edit in &unique {
+            for edit in &applied {
                 if edit.range.start < offset && offset < edit.range.end {
                     return None;
                 }
@@ -163,6 +168,18 @@ mod tests {
             apply_edits(text, &edits).unwrap(),
             "for x in y:\n    a()\n    d()\nc = 1\nb()\n"
         );
+    }
+
+    #[test]
+    fn a_duplicate_is_dropped_though_another_edit_at_its_offset_comes_between() {
+        let edits = vec![
+            Edit::insertion(1, "1"),
+            Edit::insertion(1, "2"),
+            Edit::insertion(1, "1"),
+            Edit::insertion(0, ">"),
+            Edit::insertion(1, "2"),
+        ];
+        assert_eq!(apply_edits("ab", &edits).unwrap(), ">a12b");
     }
 
     #[test]

@@ -199,15 +199,8 @@ pub fn check_rewrite_parses(
     edits: &[super::edit::Edit],
     path: &str,
 ) -> Result<(), LoadError> {
-    let starts: Vec<usize> = original_pieces.iter().map(|piece| piece.start).collect();
-    let shifted_starts = super::edit::shifted_offsets(edits, &starts);
-    let reused = super::pieces::rewrite_parses_in_pieces(
-        rewritten,
-        original,
-        original_pieces,
-        &shifted_starts,
-        path,
-    );
+    let reused =
+        super::pieces::rewrite_parses_in_pieces(rewritten, original, original_pieces, edits, path);
     if reused.is_some() {
         return Ok(());
     }

@@ -21,6 +21,7 @@ use rustpython_parser::lexer::lex_starts_at;
 use rustpython_parser::text_size::TextSize;
 use rustpython_parser::{Mode, parse_tokens};
 
+use super::edit::{Edit, shifted_offsets};
 use super::parse::DepthCheckedTokens;
 
 /// Files under twice this size are parsed whole; larger ones in pieces of
@@ -92,12 +93,14 @@ pub(super) fn rewrite_parses_in_pieces(
     rewritten: &str,
     original: &str,
     original_pieces: &[Range<usize>],
-    shifted_starts: &[Option<usize>],
+    edits: &[Edit],
     path: &str,
 ) -> Option<()> {
     if original_pieces.is_empty() {
         return None;
     }
+    let original_starts: Vec<usize> = original_pieces.iter().map(|piece| piece.start).collect();
+    let shifted_starts = shifted_offsets(original, edits, &original_starts);
     // The rewrite's pieces: each kept start with the original piece it came
     // from; a start inside an edit, or no longer at a line start, is dropped
     // (its piece joins the one before).
@@ -180,7 +183,6 @@ fn opens_definition(line: &str, previous_line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::python::edit::Edit;
     use rustpython_parser::ast::Ranged;
 
     /// A module of many top-level definitions, some with decorators and
@@ -327,6 +329,7 @@ mod tests {
 
     #[test]
     fn offsets_shift_past_the_edits_before_them_and_are_lost_inside_one() {
+        let text = "0123456789".repeat(4);
         let edits = [
             Edit::insertion(0, "ab"),
             Edit::insertion(0, "ab"),
@@ -334,7 +337,7 @@ mod tests {
             Edit::insertion(20, "cdef"),
         ];
         assert_eq!(
-            crate::python::edit::shifted_offsets(&edits, &[0, 5, 10, 12, 14, 20, 30]),
+            shifted_offsets(&text, &edits, &[0, 5, 10, 12, 14, 20, 30]),
             [
                 Some(2),
                 Some(7),
