@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 use crate::analysis::package::{FileProblem, Package, ReadFile};
+use crate::checker::applicability::Applicability;
 use crate::diagnostics::{Code, Severity};
 use crate::engine::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
 use crate::python::notebook::CellChange;
@@ -99,6 +100,7 @@ struct CachedModule {
     cell_changes: Vec<CellChange>,
     diagnostics: Vec<CachedDiagnostic>,
     rewrite_error: Option<String>,
+    applicability: Option<Applicability>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -416,6 +418,7 @@ impl From<&ModuleOutcome> for CachedModule {
                 })
                 .collect(),
             rewrite_error: module.rewrite_error.clone(),
+            applicability: module.applicability,
         }
     }
 }
@@ -456,6 +459,8 @@ impl CachedModule {
             cell_changes: self.cell_changes.clone(),
             diagnostics,
             rewrite_error: self.rewrite_error.clone(),
+            applicability: self.applicability,
+            held_back: None,
         })
     }
 }

@@ -86,6 +86,10 @@ pub struct Options {
     /// or DISTRIBUTE_CACHE_DIR).
     #[arg(long)]
     pub no_cache: bool,
+    /// Also apply and show unsafe rewrites: those with an obligation the checker could not
+    /// show (each is a warning). Default: the configuration's `unsafe-fixes`, else off.
+    #[arg(long)]
+    pub unsafe_fixes: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -137,7 +141,9 @@ pub fn run(arguments: Arguments) -> Result<i32> {
     let request = build_request(options)?;
     let root = request.root.clone();
     let config = request.config.clone();
-    let outcome = engine::with_large_stack(move || engine::run(&request));
+    let unsafe_fixes = options.unsafe_fixes || config.unsafe_fixes;
+    let mut outcome = engine::with_large_stack(move || engine::run(&request));
+    outcome.hold_back_unsafe(unsafe_fixes);
     // Pending: a rewrite whose target (the file itself, or its configured output) differs.
     let pending = outcome
         .modules

@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod cache;
+pub mod checker;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;

@@ -326,7 +326,10 @@ impl Bot {
             config: self.config.clone(),
             use_cache: self.options.use_cache,
         };
-        engine::with_large_stack(move || engine::run(&request))
+        let unsafe_fixes = self.config.unsafe_fixes;
+        let mut outcome = engine::with_large_stack(move || engine::run(&request));
+        outcome.hold_back_unsafe(unsafe_fixes);
+        outcome
     }
 
     fn file_diffs(outcome: &RunOutcome) -> Vec<FileDiff> {

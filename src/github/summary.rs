@@ -129,6 +129,7 @@ impl Summary<'_> {
             writeln!(out, "Files that could not be analysed:\n\n{problems}").ok();
         }
         self.render_rewrite(&mut out, with_diffs);
+        self.render_held_back(&mut out, with_diffs);
         writeln!(
             out,
             "<sub>Comment `/distribute pr` to get the rewrite as a pull request into this branch, `/distribute review` for review suggestions, `/distribute help` for more. Locally: `distribute diff`.</sub>"
@@ -177,6 +178,50 @@ impl Summary<'_> {
                 .ok();
             }
         }
+    }
+}
+
+impl Summary<'_> {
+    /// Unsafe rewrites, collapsed: offered for reading, not applied.
+    fn render_held_back(&self, out: &mut String, with_diffs: bool) {
+        let held: Vec<_> = self
+            .outcome
+            .modules
+            .iter()
+            .filter(|module| module.held_back.is_some())
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        writeln!(
+            out,
+            "**{} unsafe rewrite{}** not applied: the checker could not show every invariant of a correct Horovod program (the warnings above say which). Set `unsafe-fixes: true` in `.distribute.yml` to apply {}.\n",
+            held.len(),
+            plural(held.len()),
+            if held.len() == 1 { "it" } else { "them" }
+        )
+        .ok();
+        for module in held {
+            if with_diffs {
+                writeln!(
+                    out,
+                    "<details><summary>{} ({}, unsafe)</summary>\n\n{}</details>\n",
+                    module.relative_path,
+                    module.classification.name(),
+                    markdown::diff_block(&module.relative_path, &module.held_back_diff(), true)
+                )
+                .ok();
+            } else {
+                writeln!(
+                    out,
+                    "- `{}` ({}, unsafe)",
+                    module.relative_path,
+                    module.classification.name()
+                )
+                .ok();
+            }
+        }
+        out.push('\n');
     }
 }
 

@@ -127,6 +127,56 @@ pub fn shifted_offsets(text: &str, edits: &[Edit], offsets: &[usize]) -> Vec<Opt
         .collect()
 }
 
+/// How the text `apply_edits` makes lines up with the original: each applied
+/// edit's range in the original and in the rewrite.
+#[derive(Debug, Clone, Default)]
+pub struct EditMap {
+    spans: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl EditMap {
+    pub fn new(text: &str, edits: &[Edit]) -> EditMap {
+        let Ok(applied) = applied_edits(text, edits) else {
+            return EditMap::default();
+        };
+        let mut shift: isize = 0;
+        let spans = applied
+            .into_iter()
+            .map(|edit| {
+                let start = (edit.range.start as isize + shift) as usize;
+                shift += edit.content.len() as isize - edit.range.len() as isize;
+                (edit.range.clone(), start..start + edit.content.len())
+            })
+            .collect();
+        EditMap { spans }
+    }
+
+    /// The ranges of the rewrite that the edits wrote.
+    pub fn written(&self) -> Vec<Range<usize>> {
+        self.spans
+            .iter()
+            .map(|(_, written)| written.clone())
+            .filter(|written| !written.is_empty())
+            .collect()
+    }
+
+    /// Where an offset of the rewrite was in the original: the start of the
+    /// edit that wrote it, for written text.
+    pub fn original_offset(&self, offset: usize) -> usize {
+        let mut shift: isize = 0;
+        for (original, written) in &self.spans {
+            if offset < written.start {
+                break;
+            }
+            if offset < written.end {
+                return original.start;
+            }
+            shift = written.end as isize - original.end as isize;
+        }
+        (offset as isize - shift).max(0) as usize
+    }
+}
+
 /// For an insertion of whole lines at a line start: first, deeper indented
 /// first; anything else after them, in rule order.
 fn line_insertion_rank(text: &str, edit: &Edit) -> (bool, std::cmp::Reverse<usize>) {

@@ -47,10 +47,22 @@ pub fn render(outcome: &RunOutcome) -> String {
             .ok();
         }
         if module.changed() {
+            let safety = match module.applicability {
+                Some(crate::checker::applicability::Applicability::Unsafe) => "unsafe ",
+                _ => "",
+            };
             writeln!(
                 out,
                 "::notice file={file},title=distribute::{}",
-                escape_data(&format!("this module trains on one GPU ({}); run `distribute diff` to see its Horovod rewrite", module.classification.name()))
+                escape_data(&format!("this module trains on one GPU ({}); run `distribute diff` to see its {safety}Horovod rewrite", module.classification.name()))
+            )
+            .ok();
+        }
+        if module.held_back.is_some() {
+            writeln!(
+                out,
+                "::notice file={file},title=distribute::{}",
+                escape_data(&format!("this module trains on one GPU ({}); its Horovod rewrite is unsafe (see the warnings): run `distribute diff --unsafe-fixes` to see it", module.classification.name()))
             )
             .ok();
         }

@@ -20,6 +20,10 @@ struct ModuleReport<'a> {
     path: &'a str,
     pattern: &'static str,
     changed: bool,
+    /// `safe`, `unsafe`, or `null` (no rewrite, or one the checker withdrew).
+    applicability: Option<&'static str>,
+    /// An unsafe rewrite this run did not apply (`--unsafe-fixes` applies it).
+    held_back: bool,
     diagnostics: &'a [LocatedDiagnostic],
     diff: String,
     rewrite_error: Option<&'a str>,
@@ -47,6 +51,10 @@ pub fn render(outcome: &RunOutcome) -> String {
                 path: &module.relative_path,
                 pattern: module.classification.name(),
                 changed: module.changed(),
+                applicability: module
+                    .applicability
+                    .map(|applicability| applicability.name()),
+                held_back: module.held_back.is_some(),
                 diagnostics: &module.diagnostics,
                 diff: module.diff(),
                 rewrite_error: module.rewrite_error.as_deref(),

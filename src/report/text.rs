@@ -83,6 +83,22 @@ fn write_module(out: &mut String, module: &ModuleOutcome, detail: Detail) {
     }
     if module.changed() {
         write_rewrite(out, module, detail);
+    } else if module.held_back.is_some() {
+        writeln!(
+            out,
+            "{}: has an unsafe rewrite for Horovod ({}), not applied: the warnings above say what could not be shown (`--unsafe-fixes` applies it)",
+            module.relative_path,
+            module.classification.name()
+        )
+        .ok();
+    }
+}
+
+/// ` (unsafe)` for an unsafe rewrite that is applied.
+fn safety(module: &ModuleOutcome) -> &'static str {
+    match module.applicability {
+        Some(crate::checker::applicability::Applicability::Unsafe) => ", unsafe",
+        _ => "",
     }
 }
 
@@ -90,16 +106,18 @@ fn write_rewrite(out: &mut String, module: &ModuleOutcome, detail: Detail) {
     match detail {
         Detail::Check => writeln!(
             out,
-            "{}: would be rewritten for Horovod ({})",
+            "{}: would be rewritten for Horovod ({}{})",
             module.relative_path,
-            module.classification.name()
+            module.classification.name(),
+            safety(module)
         ),
         Detail::Diff => write!(out, "{}", module.diff()),
         Detail::Fix => writeln!(
             out,
-            "{}: rewritten for Horovod ({})",
+            "{}: rewritten for Horovod ({}{})",
             module.relative_path,
-            module.classification.name()
+            module.classification.name(),
+            safety(module)
         ),
     }
     .ok();
@@ -132,6 +150,16 @@ fn write_totals(out: &mut String, outcome: &RunOutcome, detail: Detail) {
         plural(outcome.problems.len())
     )
     .ok();
+    let held_back = outcome.held_back();
+    if held_back > 0 {
+        writeln!(
+            out,
+            "{held_back} unsafe rewrite{} hidden: {} can be enabled with `--unsafe-fixes` (or `unsafe-fixes: true`)",
+            plural(held_back),
+            if held_back == 1 { "it" } else { "they" }
+        )
+        .ok();
+    }
 }
 
 fn plural(count: usize) -> &'static str {

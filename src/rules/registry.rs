@@ -12,5 +12,6 @@ pub fn codes() -> Vec<Code> {
     for plugin in patterns::REGISTRY {
         codes.extend_from_slice(plugin.codes());
     }
+    codes.extend(crate::checker::codes());
     codes
 }

@@ -35,6 +35,10 @@ pub struct ConfigFile {
     /// `LearningRateWarmupCallback`); `0` adds no warm-up.
     #[serde(default = "warmup_epochs_by_default")]
     pub warmup_epochs: u32,
+    /// Apply unsafe rewrites too (those with an obligation the checker
+    /// could not show), as `--unsafe-fixes` does.
+    #[serde(default, rename = "unsafe-fixes")]
+    pub unsafe_fixes: bool,
 }
 
 fn sharding_by_default() -> bool {
@@ -116,6 +120,8 @@ pub struct Config {
     pub severity: BTreeMap<Code, Option<Severity>>,
     pub shard_datasets: bool,
     pub warmup_epochs: u32,
+    /// Apply unsafe rewrites too (`unsafe-fixes: true`).
+    pub unsafe_fixes: bool,
     /// The file it came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -129,6 +135,7 @@ impl Default for Config {
             severity: BTreeMap::new(),
             shard_datasets: true,
             warmup_epochs: DEFAULT_WARMUP_EPOCHS,
+            unsafe_fixes: false,
             source: None,
         }
     }
@@ -182,6 +189,7 @@ impl Config {
             severity,
             shard_datasets: file.shard_datasets,
             warmup_epochs: file.warmup_epochs,
+            unsafe_fixes: file.unsafe_fixes,
             source: None,
         })
     }

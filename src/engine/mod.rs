@@ -1,6 +1,9 @@
 //! The pipeline from files to verified rewrites: load and parse the package
 //! once, analyse it once, run the rules on each training module in scope,
-//! apply the edits and check that the result parses.
+//! apply the edits and check that the result parses, then let the checker
+//! judge each rewrite (`proof`): safe, unsafe, or withdrawn.
+
+mod proof;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -12,6 +15,7 @@ use crate::analysis::library;
 use crate::analysis::package::{FileProblem, Package, ReadFile, enclosing_packages, read_files};
 use crate::analysis::training::Analysis;
 use crate::cache::{DependencyFacts, RequestInputs, ResultCache};
+use crate::checker::applicability::Applicability;
 use crate::diagnostics::Severity;
 use crate::python::edit::{Edit, apply_edits};
 use crate::python::notebook::CellChange;
@@ -58,11 +62,48 @@ pub struct ModuleOutcome {
     pub diagnostics: Vec<LocatedDiagnostic>,
     /// Why a rewrite was produced but refused (it did not parse, edits conflicted).
     pub rewrite_error: Option<String>,
+    /// How the checker lets the rewrite be applied (`None`: no rewrite, or
+    /// one withdrawn because the checker showed it wrong).
+    pub applicability: Option<Applicability>,
+    /// An unsafe rewrite this run does not apply (`--unsafe-fixes` would).
+    pub held_back: Option<Box<HeldBackRewrite>>,
+}
+
+/// An unsafe rewrite kept out of the output, to be counted and shown apart.
+#[derive(Debug, Clone)]
+pub struct HeldBackRewrite {
+    pub rewritten: String,
+    pub cell_changes: Vec<CellChange>,
 }
 
 impl ModuleOutcome {
     pub fn changed(&self) -> bool {
         self.rewritten.is_some()
+    }
+
+    /// Moves an unsafe rewrite out of the output unless unsafe fixes are on.
+    pub fn hold_back_unsafe(&mut self, unsafe_fixes: bool) {
+        if unsafe_fixes || self.applicability != Some(Applicability::Unsafe) {
+            return;
+        }
+        if let Some(rewritten) = self.rewritten.take() {
+            self.held_back = Some(Box::new(HeldBackRewrite {
+                rewritten,
+                cell_changes: std::mem::take(&mut self.cell_changes),
+            }));
+        }
+    }
+
+    /// The unified diff of a held-back unsafe rewrite (empty when none).
+    pub fn held_back_diff(&self) -> String {
+        let Some(held) = &self.held_back else {
+            return String::new();
+        };
+        if held.cell_changes.is_empty() {
+            crate::report::unified_diff(&self.relative_path, &self.original, &held.rewritten)
+        } else {
+            crate::report::notebook_diff(&self.relative_path, &held.cell_changes)
+        }
     }
 
     /// The unified diff of the rewrite (empty when unchanged): a notebook's
@@ -85,6 +126,24 @@ impl ModuleOutcome {
 pub struct RunOutcome {
     pub modules: Vec<ModuleOutcome>,
     pub problems: Vec<FileProblem>,
+}
+
+impl RunOutcome {
+    /// Holds back every unsafe rewrite unless unsafe fixes are on: what
+    /// `fix`, the hook and the bot apply by default is safe rewrites only.
+    pub fn hold_back_unsafe(&mut self, unsafe_fixes: bool) {
+        for module in &mut self.modules {
+            module.hold_back_unsafe(unsafe_fixes);
+        }
+    }
+
+    /// Unsafe rewrites held back by this run.
+    pub fn held_back(&self) -> usize {
+        self.modules
+            .iter()
+            .filter(|module| module.held_back.is_some())
+            .count()
+    }
 }
 
 /// What to analyse and what to report on.
@@ -305,13 +364,13 @@ pub fn rewrite_in_scope(
 ) -> RunOutcome {
     let package = analysis.package;
     // Modules are rewritten and verified in parallel, in the analysis' order.
-    let modules = analysis
+    let candidates = analysis
         .modules
         .par_iter()
         .filter_map(|module| rewrite_and_verify(analysis, module, scope, options, config))
         .collect();
     RunOutcome {
-        modules,
+        modules: proof::judge_rewrites(analysis, candidates, config),
         problems: package.problems.clone(),
     }
 }
@@ -323,7 +382,7 @@ fn rewrite_and_verify(
     scope: Option<&HashSet<String>>,
     options: RuleOptions,
     config: &Config,
-) -> Option<ModuleOutcome> {
+) -> Option<proof::Candidate> {
     let source = &module.module.source;
     if scope.is_some_and(|scope| !scope.contains(&source.relative_path)) {
         return None;
@@ -342,50 +401,37 @@ fn rewrite_and_verify(
             }
             None => false,
         });
-    Some(verify(source, &module.module.parsed_pieces, result))
+    let uses_horovod = module
+        .module
+        .bindings
+        .iter()
+        .any(|(_, binding)| library::is_horovod(&binding.qualified));
+    let mut candidate = verify(source, &module.module.parsed_pieces, result);
+    candidate.uses_horovod = uses_horovod;
+    Some(candidate)
 }
 
 fn verify(
     source: &SourceFile,
     parsed_pieces: &[std::ops::Range<usize>],
     result: crate::rules::ModuleRewriteResult,
-) -> ModuleOutcome {
+) -> proof::Candidate {
     let mut diagnostics: Vec<LocatedDiagnostic> = result
         .diagnostics
         .iter()
         .map(|diagnostic| {
-            let (cell, start) = source.position(diagnostic.range.start);
-            let (end_cell, mut end) = source.position(diagnostic.range.end);
-            if end_cell != cell {
-                // A range ending at the start of the next cell ends with this one.
-                end = start;
-            }
-            LocatedDiagnostic {
-                code: diagnostic.code.id(),
-                name: diagnostic.code.name(),
-                severity: diagnostic.severity,
-                cell,
-                line: start.line,
-                column: start.column,
-                end_line: end.line,
-                end_column: end.column,
-                message: diagnostic.message.clone(),
-                suggestion: diagnostic.suggestion.clone(),
-                file_lines: source.notebook.as_ref().and_then(|notebook| {
-                    let cell = cell?;
-                    Some((
-                        notebook.file_line(cell, start.line)?,
-                        notebook.file_line(cell, end.line)?,
-                    ))
-                }),
-            }
+            locate(
+                source,
+                diagnostic.code,
+                diagnostic.severity,
+                diagnostic.range.clone(),
+                diagnostic.message.clone(),
+                diagnostic.suggestion.clone(),
+            )
         })
         .collect();
-    diagnostics.sort_by(|a, b| {
-        (a.cell, a.line, a.column, a.code).cmp(&(b.cell, b.line, b.column, b.code))
-    });
-    diagnostics.dedup();
-    let mut outcome = ModuleOutcome {
+    sort_diagnostics(&mut diagnostics);
+    let outcome = ModuleOutcome {
         relative_path: source.relative_path.clone(),
         path: source.path.clone(),
         classification: result.classification,
@@ -397,15 +443,23 @@ fn verify(
         cell_changes: Vec::new(),
         diagnostics,
         rewrite_error: None,
+        applicability: None,
+        held_back: None,
     };
     let mut edits = result.edits;
     for diagnostic in result.diagnostics {
         edits.extend(diagnostic.fix);
     }
-    match apply_edits(&source.text, &edits) {
+    let mut candidate = proof::Candidate {
+        outcome,
+        edits,
+        rewritten: None,
+        uses_horovod: false,
+    };
+    match apply_edits(&source.text, &candidate.edits) {
         Err(conflict) => {
             let offset = conflict.second.range.start;
-            outcome.rewrite_error = Some(format!(
+            candidate.outcome.rewrite_error = Some(format!(
                 "internal error: two edits conflict at {}, column {}; nothing was rewritten (please report this)",
                 source.line_label(offset),
                 source.position(offset).1.column
@@ -416,15 +470,12 @@ fn verify(
                 &rewritten,
                 &source.text,
                 parsed_pieces,
-                &edits,
+                &candidate.edits,
                 &source.relative_path,
             ) {
-                Ok(_) if source.notebook.is_some() => {
-                    write_back_to_notebook(&mut outcome, source, &edits)
-                }
-                Ok(_) => outcome.rewritten = Some(rewritten),
+                Ok(_) => candidate.rewritten = Some(rewritten),
                 Err(error) => {
-                    outcome.rewrite_error = Some(format!(
+                    candidate.outcome.rewrite_error = Some(format!(
                         "internal error: the rewrite does not parse ({error}); nothing was written (please report this)"
                     ))
                 }
@@ -432,7 +483,50 @@ fn verify(
         }
         Ok(_) => {}
     }
-    outcome
+    candidate
+}
+
+/// A diagnostic placed in its file (and notebook cell).
+fn locate(
+    source: &SourceFile,
+    code: crate::diagnostics::Code,
+    severity: Severity,
+    range: std::ops::Range<usize>,
+    message: String,
+    suggestion: Option<String>,
+) -> LocatedDiagnostic {
+    let (cell, start) = source.position(range.start);
+    let (end_cell, mut end) = source.position(range.end);
+    if end_cell != cell {
+        // A range ending at the start of the next cell ends with this one.
+        end = start;
+    }
+    LocatedDiagnostic {
+        code: code.id(),
+        name: code.name(),
+        severity,
+        cell,
+        line: start.line,
+        column: start.column,
+        end_line: end.line,
+        end_column: end.column,
+        message,
+        suggestion,
+        file_lines: source.notebook.as_ref().and_then(|notebook| {
+            let cell = cell?;
+            Some((
+                notebook.file_line(cell, start.line)?,
+                notebook.file_line(cell, end.line)?,
+            ))
+        }),
+    }
+}
+
+fn sort_diagnostics(diagnostics: &mut Vec<LocatedDiagnostic>) {
+    diagnostics.sort_by(|a, b| {
+        (a.cell, a.line, a.column, a.code).cmp(&(b.cell, b.line, b.column, b.code))
+    });
+    diagnostics.dedup();
 }
 
 /// Splices the verified edits into the notebook's cells: the outcome's

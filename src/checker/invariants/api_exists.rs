@@ -1,0 +1,178 @@
+//! ## Invariant 9: every call exists in the program's versions and fits its callee
+//!
+//! A TF1 program (sessions, `tf.contrib`, `tf.logging`) has no
+//! `tf.keras.optimizers.legacy`; Keras 3 has no `horovod.tensorflow.keras`
+//! (Horovod serves Keras 2 only); `horovod.tensorflow` has no `callbacks`; a
+//! model class's own `compile(self, d_optimizer, g_optimizer, ...)` takes no
+//! `optimizer=`.
+//!
+//! **Violated** when the program reaches one of these. **Proven** otherwise:
+//! the checks cover the API mismatches the rewrite can introduce.
+
+use rustpython_parser::ast::{Expr, Stmt};
+
+use crate::analysis::keras_version::{KerasGeneration, generation_of};
+use crate::analysis::library;
+use crate::checker::{Decision, Invariant, Program, Verdict};
+use crate::diagnostics::{Code, Severity};
+use crate::python::parse::span;
+
+pub const API_EXISTS: Code = Code::new(
+    "DST309",
+    "api-exists-in-version",
+    Severity::Error,
+    "Every call exists in the program's TensorFlow, Keras and Horovod versions and fits the callee's signature.",
+);
+
+pub struct ApiExists;
+
+impl Invariant for ApiExists {
+    fn code(&self) -> Code {
+        API_EXISTS
+    }
+
+    fn check(&self, program: &Program) -> Vec<Decision> {
+        if !program.uses_horovod() {
+            return Vec::new();
+        }
+        let mut decisions = keras_three_with_horovod_keras(program);
+        let tf1 = tf1_marker(program);
+        for call in program.calls() {
+            let raw = call
+                .scope
+                .bindings
+                .resolve_raw(&call.site.call.func)
+                .unwrap_or_default();
+            let line = program.line(call.range().start);
+            if raw.starts_with("horovod.tensorflow.callbacks") {
+                decisions.push(violation(call.range(), format!("line {line} calls `hvd.callbacks`, which `horovod.tensorflow` does not have (only `horovod.tensorflow.keras` does): AttributeError")));
+            }
+            if let Some(tf1_line) = tf1
+                && raw.contains(".keras.optimizers.legacy.")
+            {
+                decisions.push(violation(call.range(), format!("line {line} builds a `tf.keras.optimizers.legacy` optimizer, which the program's TensorFlow 1 (line {tf1_line}) does not have: AttributeError")));
+            }
+            if call.method() == Some("compile")
+                && let Some(decision) = custom_compile_mismatch(program, &call, line)
+            {
+                decisions.push(decision);
+            }
+        }
+        decisions
+    }
+}
+
+fn violation(range: std::ops::Range<usize>, message: String) -> Decision {
+    Decision::new(API_EXISTS, Verdict::Violated, range, message)
+}
+
+/// The line of the first TF1-only API the module reads (`tf.Session`,
+/// `tf.contrib`, `tf.logging`, `tf.placeholder`), reached without `compat.v1`.
+fn tf1_marker(program: &Program) -> Option<usize> {
+    program.calls().iter().find_map(|call| {
+        let raw = call.scope.bindings.resolve_raw(&call.site.call.func)?;
+        let tf1 = [
+            "tensorflow.contrib.",
+            "tensorflow.logging.",
+            "tensorflow.Session",
+            "tensorflow.placeholder",
+        ]
+        .iter()
+        .any(|prefix| raw.starts_with(prefix));
+        tf1.then(|| program.line(call.range().start))
+    })
+}
+
+/// `import keras` judged Keras 3 with `horovod.tensorflow.keras` or `horovod.keras` bound.
+fn keras_three_with_horovod_keras(program: &Program) -> Vec<Decision> {
+    let bindings = &program.module.module.bindings;
+    let standalone_keras = bindings
+        .iter()
+        .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
+    if !standalone_keras {
+        return Vec::new();
+    }
+    let generation = generation_of(program.analysis.keras_pin.as_ref(), program.text);
+    let KerasGeneration::Three { reason } = generation else {
+        return Vec::new();
+    };
+    bindings
+        .iter()
+        .filter(|(_, binding)| {
+            matches!(binding.qualified.as_str(), "horovod.tensorflow.keras" | "horovod.keras")
+        })
+        .map(|(_, binding)| {
+            violation(
+                binding.statement.clone(),
+                format!("the module imports `{}`, which serves Keras 2 only, but its standalone `keras` is Keras 3 ({reason})", binding.qualified),
+            )
+        })
+        .collect()
+}
+
+/// `model.compile(optimizer=...)` where the model's class defines its own
+/// `compile` that takes no such parameter.
+fn custom_compile_mismatch(
+    program: &Program,
+    call: &crate::checker::program::ScopedCall,
+    line: usize,
+) -> Option<Decision> {
+    let passed: Vec<&str> = call
+        .site
+        .call
+        .keywords
+        .iter()
+        .filter_map(|keyword| keyword.arg.as_ref().map(|name| name.as_str()))
+        .collect();
+    if passed.is_empty() {
+        return None;
+    }
+    // Every `def compile` of the package's model classes.
+    let definitions: Vec<&Stmt> = program
+        .analysis
+        .modules
+        .iter()
+        .flat_map(|module| module.scopes.iter())
+        .filter(|scope| scope.class.is_some() && scope.name() == "compile")
+        .filter_map(|scope| scope.function)
+        .collect();
+    if definitions.is_empty() {
+        return None;
+    }
+    let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
+        return None;
+    };
+    let _ = attribute;
+    let fits = |definition: &Stmt| {
+        let Stmt::FunctionDef(function) = definition else {
+            return true;
+        };
+        let arguments = &function.args;
+        if arguments.kwarg.is_some() {
+            return true;
+        }
+        passed.iter().all(|name| {
+            arguments
+                .args
+                .iter()
+                .chain(&arguments.kwonlyargs)
+                .any(|argument| argument.def.arg.as_str() == *name)
+        })
+    };
+    // Only when no `compile` of the package takes these keywords, and the
+    // generated `optimizer=` is among them.
+    let generated_optimizer = call.site.call.keywords.iter().any(|keyword| {
+        keyword
+            .arg
+            .as_ref()
+            .is_some_and(|name| name.as_str() == "optimizer")
+            && program.is_generated(&span(keyword))
+    });
+    (generated_optimizer && !definitions.iter().any(|definition| fits(definition))).then(|| {
+        violation(
+            call.range(),
+            format!("the `compile` at line {line} is given `optimizer=`, which the model class's own `compile` does not take: TypeError"),
+        )
+        .with_suggestion("wrap the optimizers the class's `compile` takes instead")
+    })
+}

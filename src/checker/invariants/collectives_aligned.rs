@@ -1,0 +1,227 @@
+//! ## Invariant 8: every rank issues the same collectives
+//!
+//! Each training step allreduces; a rank that leaves the loop early leaves
+//! the others waiting for it forever. A loop that trains must stop at the
+//! same step on every rank: on a bound, or on a value the ranks agree on.
+//!
+//! **Proven** when the loops that train stop on their bound (a `for` over a
+//! range or a dataset, a `while` on a step counter) or break on an
+//! allreduced value. **Unknown** when a training loop breaks, or a `while`
+//! loop stops, on a condition each rank decides for itself.
+
+use rustpython_parser::ast::{Expr, Stmt};
+
+use crate::analysis::walk::{for_each_statement, walk_expression};
+
+use crate::checker::{Decision, Invariant, Program, Verdict};
+use crate::diagnostics::{Code, Severity};
+use crate::python::parse::span;
+
+pub const COLLECTIVES_ALIGNED: Code = Code::new(
+    "DST308",
+    "collectives-aligned",
+    Severity::Error,
+    "Every rank issues the same sequence of collective operations: no training loop stops on a value only one rank knows.",
+);
+
+pub struct CollectivesAligned;
+
+impl Invariant for CollectivesAligned {
+    fn code(&self) -> Code {
+        COLLECTIVES_ALIGNED
+    }
+
+    fn check(&self, program: &Program) -> Vec<Decision> {
+        if !program.uses_horovod() {
+            return Vec::new();
+        }
+        // Functions whose body holds a tape: calling one takes a step.
+        let step_functions: Vec<&str> = program
+            .module
+            .sites
+            .iter()
+            .filter(|site| site.scope != 0)
+            .map(|site| program.module.scopes[site.scope].name())
+            .collect();
+        let mut decisions = Vec::new();
+        for scope in &program.module.scopes {
+            for site in &scope.facts.calls {
+                let steps = match site.call.func.as_ref() {
+                    Expr::Attribute(attribute) => {
+                        matches!(
+                            attribute.attr.as_str(),
+                            "run" | "apply_gradients" | "train_on_batch" | "minimize"
+                        ) || step_functions.contains(&attribute.attr.as_str())
+                    }
+                    Expr::Name(name) => step_functions.contains(&name.id.as_str()),
+                    _ => false,
+                };
+                if !steps {
+                    continue;
+                }
+                for loop_statement in &site.enclosing_loops {
+                    if let Some(decision) = loop_stop(program, scope, loop_statement) {
+                        decisions.push(decision);
+                    }
+                }
+            }
+        }
+        decisions.sort_by_key(|decision| decision.range.start);
+        decisions.dedup();
+        decisions
+    }
+}
+
+/// A rank-local stop of a training loop: a `break` (of this loop), or a
+/// `while` test that is neither a counter nor an agreed value.
+fn loop_stop(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    loop_statement: &Stmt,
+) -> Option<Decision> {
+    let line = program.line(span(loop_statement).start);
+    let body: &[Stmt] = match loop_statement {
+        Stmt::For(node) => &node.body,
+        Stmt::While(node) => &node.body,
+        Stmt::AsyncFor(node) => &node.body,
+        _ => return None,
+    };
+    let mut breaks = Vec::new();
+    collect_breaks(body, &mut breaks);
+    for (brk, condition) in breaks {
+        if !condition.is_some_and(|test| decided_locally(program, scope, loop_statement, test)) {
+            continue;
+        }
+        return Some(Decision::new(
+            COLLECTIVES_ALIGNED,
+            Verdict::Unknown,
+            span(brk),
+            format!("the training loop at line {line} can leave at line {} on a condition each rank decides for itself: if the ranks disagree, the others wait forever in the next allreduce", program.line(span(brk).start)),
+        ).with_suggestion("stop on a value the ranks agree on: average the metric with `hvd.allreduce` before testing it"));
+    }
+    if let Stmt::While(node) = loop_statement
+        && decided_locally(program, scope, loop_statement, &node.test)
+    {
+        return Some(Decision::new(
+            COLLECTIVES_ALIGNED,
+            Verdict::Unknown,
+            span(node.test.as_ref()),
+            format!("the training loop at line {line} runs while `{}` holds, which each rank may decide for itself: if the ranks disagree, the others wait forever in the next allreduce", &program.text[span(node.test.as_ref())]),
+        ).with_suggestion("bound the loop by a step count, or test a value averaged with `hvd.allreduce`"));
+    }
+    None
+}
+
+/// The `break`s of a loop body (not of nested loops), with the test of the
+/// innermost `if` around each.
+fn collect_breaks<'a>(body: &'a [Stmt], found: &mut Vec<(&'a Stmt, Option<&'a Expr>)>) {
+    fn walk<'a>(
+        body: &'a [Stmt],
+        test: Option<&'a Expr>,
+        found: &mut Vec<(&'a Stmt, Option<&'a Expr>)>,
+    ) {
+        for statement in body {
+            match statement {
+                Stmt::Break(_) => found.push((statement, test)),
+                Stmt::If(node) => {
+                    walk(&node.body, Some(&node.test), found);
+                    walk(&node.orelse, Some(&node.test), found);
+                }
+                Stmt::With(node) => walk(&node.body, test, found),
+                Stmt::Try(node) => {
+                    walk(&node.body, test, found);
+                    walk(&node.orelse, test, found);
+                    walk(&node.finalbody, test, found);
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(body, None, found);
+}
+
+/// Whether a test reads a value each rank computes for itself in the loop:
+/// a bare name assigned there from a call (a session's result, an
+/// environment's step, a loss), not a counter, a setting (`args.max_steps`),
+/// or a value the ranks agree on.
+fn decided_locally(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    loop_statement: &Stmt,
+    test: &Expr,
+) -> bool {
+    if agreed(program, scope, test) {
+        return false;
+    }
+    let mut receivers = Vec::new();
+    walk_expression(test, &mut |inner| {
+        if let Expr::Attribute(attribute) = inner {
+            receivers.push(span(attribute.value.as_ref()));
+        }
+    });
+    let mut names = Vec::new();
+    let mut coordinated = false;
+    walk_expression(test, &mut |inner| match inner {
+        Expr::Name(name) if !receivers.contains(&span(inner)) => names.push(name.id.to_string()),
+        Expr::Call(call) => {
+            if let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "should_stop"
+            {
+                coordinated = true;
+            }
+        }
+        _ => {}
+    });
+    if coordinated {
+        return false;
+    }
+    let inside = span(loop_statement);
+    scope.facts.assignments.iter().any(|assignment| {
+        let at = span(assignment.statement);
+        names.contains(&assignment.name)
+            && inside.start <= at.start
+            && at.end <= inside.end
+            && computed_by_a_call(assignment.value)
+    })
+}
+
+/// A value computed by a call other than a conversion of a setting.
+fn computed_by_a_call(value: &Expr) -> bool {
+    let mut found = false;
+    walk_expression(value, &mut |inner| {
+        if let Expr::Call(call) = inner {
+            let conversion = matches!(call.func.as_ref(), Expr::Name(name)
+                if matches!(name.id.as_str(), "int" | "float" | "len" | "min" | "max" | "round" | "range" | "bool" | "str"));
+            found |= !conversion;
+        }
+    });
+    found
+}
+
+/// A test reading a value the ranks agree on (an allreduced or broadcast one).
+fn agreed(program: &Program, scope: &crate::analysis::training::Scope, test: &Expr) -> bool {
+    if program.calls_horovod_function(scope, test, "allreduce")
+        || program.calls_horovod_function(scope, test, "broadcast")
+    {
+        return true;
+    }
+    let mut names = Vec::new();
+    walk_expression(test, &mut |inner| {
+        if let Expr::Name(name) = inner {
+            names.push(name.id.to_string());
+        }
+    });
+    let mut agreed_names = false;
+    for_each_statement(scope.body, false, &mut |statement| {
+        if let Stmt::Assign(assign) = statement
+            && assign.targets.iter().any(
+                |target| matches!(target, Expr::Name(name) if names.iter().any(|known| known == name.id.as_str())),
+            )
+            && (program.calls_horovod_function(scope, &assign.value, "allreduce")
+                || program.calls_horovod_function(scope, &assign.value, "broadcast"))
+        {
+            agreed_names = true;
+        }
+    });
+    agreed_names
+}

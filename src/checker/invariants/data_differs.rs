@@ -1,0 +1,123 @@
+//! ## Invariant 6: workers see different data
+//!
+//! A worker that runs 1/N of the steps on the same batches as every other
+//! worker averages N copies of one gradient: the job trains on 1/N of the
+//! data. Each worker must draw its own: a shard of the example stream, a
+//! random order that differs per process (an unseeded shuffle, or a seed that
+//! depends on `hvd.rank()`), or a cursor that depends on the rank.
+//!
+//! **Proven** when the data is sharded, or when the program draws at random
+//! with no fixed seed or with a per-rank one. **Unknown** when the work is
+//! divided but the checker sees nothing that makes the batches differ (a
+//! deterministic cursor, an unshuffled stream, a fixed seed).
+
+use super::facts::SplitFacts;
+use crate::checker::program::ScopedCall;
+use crate::checker::{Decision, Invariant, Program, Verdict};
+use crate::diagnostics::{Code, Severity};
+use crate::python::parse::span;
+
+pub const DATA_DIFFERS: Code = Code::new(
+    "DST306",
+    "data-differs-per-worker",
+    Severity::Error,
+    "Each worker trains on its own data: a shard, a per-process random order, or a rank-dependent cursor.",
+);
+
+pub struct DataDiffers;
+
+const SEEDING: &[&str] = &[
+    "tensorflow.random.set_seed",
+    "tensorflow.set_random_seed",
+    "tensorflow.random.set_random_seed",
+    "numpy.random.seed",
+    "random.seed",
+    "tensorflow.keras.utils.set_random_seed",
+];
+
+impl Invariant for DataDiffers {
+    fn code(&self) -> Code {
+        DATA_DIFFERS
+    }
+
+    fn check(&self, program: &Program) -> Vec<Decision> {
+        if !program.uses_horovod() {
+            return Vec::new();
+        }
+        let facts = SplitFacts::of(program);
+        if let Some(shard) = facts.shards.first() {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Proven,
+                shard.clone(),
+                "the data is sharded by rank",
+            )];
+        }
+        let Some(divided) = facts.divisions.first() else {
+            return Vec::new();
+        };
+        let calls = program.calls();
+        let fixed_seed =
+            calls.iter().find(|call| {
+                is_seeding(call)
+                    && !call.site.call.args.iter().any(|argument| {
+                        program.calls_horovod_function(call.scope, argument, "rank")
+                    })
+            });
+        let per_rank_seed =
+            calls.iter().find(|call| {
+                is_seeding(call)
+                    && call.site.call.args.iter().any(|argument| {
+                        program.calls_horovod_function(call.scope, argument, "rank")
+                    })
+            });
+        let random_source = calls.iter().find(|call| draws_at_random(call));
+        let line = program.line(divided.start);
+        match (random_source, fixed_seed, per_rank_seed) {
+            (Some(source), None, _) | (Some(source), _, Some(_)) => vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Proven,
+                source.range(),
+                format!("each worker draws its own random order (line {})", program.line(source.range().start)),
+            )],
+            (Some(_), Some(seed), None) => vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                span(seed.site.call),
+                format!("the seed fixed at line {} gives every worker the same random order, so each may train on the same batches", program.line(span(seed.site.call).start)),
+            ).with_suggestion("add `hvd.rank()` to the seed, or shard the data by rank")],
+            (None, _, _) => vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                divided.clone(),
+                format!("the steps are divided at line {line}, but nothing the checker sees makes the workers' batches differ (no shard, no shuffle, no per-rank seed or cursor): each may train on the same data"),
+            ).with_suggestion("shard the data with `.shard(hvd.size(), hvd.rank())`, shuffle it without a fixed seed, or start each worker's cursor at its rank")],
+        }
+    }
+}
+
+fn is_seeding(call: &ScopedCall) -> bool {
+    call.callee
+        .as_deref()
+        .is_some_and(|callee| SEEDING.contains(&callee))
+}
+
+/// A call that draws at random without a fixed seed of its own.
+fn draws_at_random(call: &ScopedCall) -> bool {
+    if is_seeding(call) {
+        return false;
+    }
+    let seeded_here = crate::analysis::walk::keyword(call.site.call, "seed").is_some();
+    let method = call.method().unwrap_or_default();
+    let by_callee = call.callee.as_deref().is_some_and(|callee| {
+        callee.starts_with("numpy.random.")
+            || callee.starts_with("random.")
+            || callee.starts_with("tensorflow.random.")
+            || callee == "tensorflow.train.shuffle_batch"
+    });
+    let by_method = matches!(method, "shuffle" | "next_batch" | "fit" | "fit_generator")
+        && !crate::analysis::walk::keyword(call.site.call, "shuffle").is_some_and(|keyword| {
+            matches!(&keyword.value, rustpython_parser::ast::Expr::Constant(constant) if constant.value == rustpython_parser::ast::Constant::Bool(false))
+        });
+    (by_callee || by_method) && !seeded_here
+}

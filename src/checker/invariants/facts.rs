@@ -1,0 +1,98 @@
+//! Facts several invariants read: where a program divides its work among
+//! workers, shards its data, and multiplies by the worker count.
+
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr, Operator};
+
+use crate::analysis::walk::walk_statement_expressions;
+use crate::checker::Program;
+use crate::python::parse::span;
+
+/// Where the module divides or multiplies by `hvd.size()`, and shards.
+#[derive(Debug, Default)]
+pub struct SplitFacts {
+    /// `.shard(hvd.size(), hvd.rank())` calls.
+    pub shards: Vec<Range<usize>>,
+    /// `n // hvd.size()` and `n / hvd.size()` (a divided bound or count).
+    pub divisions: Vec<Range<usize>>,
+    /// `x * hvd.size()` (a scaled rate).
+    pub scalings: Vec<Range<usize>>,
+}
+
+impl SplitFacts {
+    pub fn of(program: &Program) -> SplitFacts {
+        let mut facts = SplitFacts::default();
+        for scope in &program.module.scopes {
+            for statement in &scope.facts.statements {
+                walk_statement_expressions(statement, &mut |expr| match expr {
+                    Expr::BinOp(operation) => {
+                        let by_workers = |side: &Expr| {
+                            program.calls_horovod_function(scope, side, "size")
+                                && !matches!(side, Expr::BinOp(_))
+                        };
+                        match operation.op {
+                            Operator::FloorDiv | Operator::Div if by_workers(&operation.right) => {
+                                facts.divisions.push(span(expr))
+                            }
+                            Operator::Mult
+                                if by_workers(&operation.right) || by_workers(&operation.left) =>
+                            {
+                                facts.scalings.push(span(expr))
+                            }
+                            _ => {}
+                        }
+                    }
+                    Expr::Call(call) if is_shard_by_workers(program, scope, call) => {
+                        facts.shards.push(span(expr))
+                    }
+                    _ => {}
+                });
+            }
+        }
+        for list in [&mut facts.shards, &mut facts.divisions, &mut facts.scalings] {
+            list.sort_by_key(|range| range.start);
+            list.dedup();
+        }
+        facts
+    }
+
+    pub fn splits(&self) -> bool {
+        !self.shards.is_empty() || !self.divisions.is_empty()
+    }
+}
+
+fn is_shard_by_workers(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "shard")
+        && call
+            .args
+            .iter()
+            .any(|argument| program.calls_horovod_function(scope, argument, "size"))
+}
+
+/// The methods of a chain of calls on a receiver, outermost last:
+/// `ds.shard(...).repeat().take(n)` gives `shard`, `repeat`, `take` with
+/// each call's range.
+pub fn method_chain(expr: &Expr) -> Vec<(&str, &ast::ExprCall)> {
+    let mut chain = Vec::new();
+    let mut current = expr;
+    loop {
+        match current {
+            Expr::Call(call) => match call.func.as_ref() {
+                Expr::Attribute(attribute) => {
+                    chain.push((attribute.attr.as_str(), call));
+                    current = &attribute.value;
+                }
+                _ => break,
+            },
+            Expr::Attribute(attribute) => current = &attribute.value,
+            _ => break,
+        }
+    }
+    chain.reverse();
+    chain
+}

@@ -1,0 +1,370 @@
+//! ## Invariant 2: every gradient path is averaged
+//!
+//! Each worker computes gradients on its own data; unless they are averaged
+//! before they are applied, the workers train N different models.
+//! `hvd.DistributedOptimizer` averages what `compute_gradients`/`minimize`
+//! and Keras' `fit` produce; `hvd.DistributedGradientTape` averages what a
+//! tape's `gradient` returns; gradients from `tf.gradients(...)` handed to
+//! `apply_gradients` bypass both and must be allreduced.
+//!
+//! **Proven** per loop when the optimizer its `compile`, `minimize` or
+//! `compute_gradients` receives is a Horovod value and every tape whose
+//! gradients are applied is wrapped before `gradient` is called.
+//! **Violated** when a string optimizer, an optimizer built in place, or an
+//! unwrapped tape feeds the step. **Unknown** when the optimizer comes from
+//! where the checker cannot follow (a parameter, an attribute, another
+//! module's model).
+
+use rustpython_parser::ast::{Constant, Expr, Stmt};
+
+use crate::analysis::library::{self, LibraryClass};
+use crate::analysis::training::{Scope, TrainingPattern};
+use crate::checker::program::ScopedCall;
+use crate::checker::{Decision, Invariant, Program, Verdict};
+use crate::diagnostics::{Code, Severity};
+use crate::python::parse::span;
+
+pub const GRADIENTS_AVERAGED: Code = Code::new(
+    "DST302",
+    "gradients-averaged",
+    Severity::Error,
+    "Every gradient path of a training loop is averaged across workers: optimizers wrapped in `hvd.DistributedOptimizer`, tapes in `hvd.DistributedGradientTape`, `tf.gradients` results allreduced.",
+);
+
+pub struct GradientsAveraged;
+
+impl Invariant for GradientsAveraged {
+    fn code(&self) -> Code {
+        GRADIENTS_AVERAGED
+    }
+
+    fn check(&self, program: &Program) -> Vec<Decision> {
+        if !program.uses_horovod() {
+            return Vec::new();
+        }
+        let calls = program.calls();
+        let mut decisions = Vec::new();
+        if program.has_pattern(TrainingPattern::Keras) {
+            decisions.extend(compiled_optimizers(program, &calls));
+        }
+        if program.has_pattern(TrainingPattern::GradientTape) {
+            decisions.extend(tapes(program, &calls));
+        }
+        decisions.extend(graph_optimizers(program, &calls));
+        decisions.extend(bypassing_gradients(program, &calls));
+        decisions
+    }
+}
+
+fn decision(verdict: Verdict, range: std::ops::Range<usize>, message: String) -> Decision {
+    Decision::new(GRADIENTS_AVERAGED, verdict, range, message)
+}
+
+/// The optimizers Keras `compile` calls receive.
+fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
+    let compiles: Vec<&ScopedCall> = calls
+        .iter()
+        .filter(|call| call.method() == Some("compile") && is_method_call(call))
+        .collect();
+    let mut decisions = Vec::new();
+    for compile in &compiles {
+        let line = program.line(compile.range().start);
+        let arguments = optimizer_arguments(compile);
+        if arguments.is_empty() {
+            decisions.push(decision(
+                Verdict::Unknown,
+                compile.range(),
+                format!("the `compile` at line {line} names no optimizer the checker can find"),
+            ));
+        }
+        for argument in arguments {
+            decisions.push(optimizer_verdict(program, compile.scope, argument, line));
+        }
+    }
+    if compiles.is_empty()
+        && let Some(elsewhere) = compiled_elsewhere(program)
+    {
+        decisions.extend(elsewhere);
+    } else if compiles.is_empty() {
+        let fit = program
+            .module
+            .sites
+            .iter()
+            .find(|site| site.pattern == TrainingPattern::Keras && !site.is_model_function);
+        if let Some(fit) = fit {
+            decisions.push(decision(
+                Verdict::Unknown,
+                fit.range.clone(),
+                format!(
+                    "the model trained at line {} is compiled where the checker cannot see, so it cannot show its optimizer is wrapped",
+                    program.line(fit.range.start)
+                ),
+            ).with_suggestion("compile the model in this module with `hvd.DistributedOptimizer(...)`, or check by hand that the module compiling it wraps its optimizer"));
+        }
+    }
+    decisions
+}
+
+/// A method of an object (`model.compile`), not a function of an imported
+/// library module (`re.compile`).
+/// The verdicts on the `compile` calls of the package's other modules that
+/// use Horovod (a model compiled by a factory in `model.py`); `None` when
+/// there are none.
+fn compiled_elsewhere(program: &Program) -> Option<Vec<Decision>> {
+    let mut decisions = Vec::new();
+    for other in program.others().iter().filter(|other| other.uses_horovod()) {
+        for compile in other
+            .calls()
+            .iter()
+            .filter(|call| call.method() == Some("compile") && is_method_call(call))
+        {
+            let line = other.line(compile.range().start);
+            for argument in optimizer_arguments(compile) {
+                let verdict = optimizer_verdict(other, compile.scope, argument, line).verdict;
+                // Placed at the loop of this module: another module's
+                // offsets mean nothing here.
+                let fit = program
+                    .module
+                    .sites
+                    .first()
+                    .map(|site| site.range.clone())
+                    .unwrap_or(0..0);
+                let path = &other.module.module.source.relative_path;
+                decisions.push(match verdict {
+                    Verdict::Proven => decision(Verdict::Proven, fit, format!("the model is compiled in {path} (line {line}) with a wrapped optimizer")),
+                    _ => decision(Verdict::Unknown, fit, format!("the model may be compiled in {path} (line {line}), whose optimizer the checker cannot show to be wrapped")),
+                });
+            }
+        }
+    }
+    (!decisions.is_empty()).then_some(decisions)
+}
+
+fn is_method_call(call: &ScopedCall) -> bool {
+    let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
+        return false;
+    };
+    call.scope
+        .bindings
+        .resolve_raw(&attribute.value)
+        .is_none_or(|receiver| library::is_tensorflow(&library::canonical_name(&receiver)))
+}
+
+/// `optimizer=` (or the first argument), or every `*optimizer*` keyword of a
+/// custom `compile(self, d_optimizer, g_optimizer, ...)`.
+fn optimizer_arguments<'c>(call: &'c ScopedCall) -> Vec<&'c Expr> {
+    let keywords: Vec<&Expr> = call
+        .site
+        .call
+        .keywords
+        .iter()
+        .filter(|keyword| {
+            keyword
+                .arg
+                .as_ref()
+                .is_some_and(|name| name.as_str().contains("optimizer"))
+        })
+        .map(|keyword| &keyword.value)
+        .collect();
+    if !keywords.is_empty() {
+        return keywords;
+    }
+    call.site.call.args.first().into_iter().collect()
+}
+
+/// Whether one optimizer value is wrapped.
+fn optimizer_verdict(program: &Program, scope: &Scope, optimizer: &Expr, line: usize) -> Decision {
+    let range = span(optimizer);
+    if program.is_horovod_value(scope, optimizer) {
+        return decision(
+            Verdict::Proven,
+            range,
+            format!("the optimizer at line {line} is wrapped by Horovod"),
+        );
+    }
+    if let Expr::Constant(constant) = optimizer
+        && matches!(constant.value, Constant::Str(_))
+    {
+        return decision(
+            Verdict::Violated,
+            range,
+            format!("the optimizer named by a string at line {line} is not wrapped in `hvd.DistributedOptimizer`: each worker trains its own model"),
+        )
+        .with_suggestion("build the optimizer object, scaled, and pass `hvd.DistributedOptimizer(optimizer)`");
+    }
+    if builds_library_optimizer(program, scope, optimizer) {
+        return decision(
+            Verdict::Violated,
+            range,
+            format!("the optimizer at line {line} is not wrapped in `hvd.DistributedOptimizer`: each worker trains its own model"),
+        )
+        .with_suggestion("wrap it: `optimizer = hvd.DistributedOptimizer(optimizer)`");
+    }
+    decision(
+        Verdict::Unknown,
+        range,
+        format!("the checker cannot follow the optimizer at line {line} to show that it is wrapped in `hvd.DistributedOptimizer`"),
+    )
+    .with_suggestion("build and wrap the optimizer in the function that compiles or minimises with it")
+}
+
+/// A library optimizer built in place, or a name last assigned one.
+fn builds_library_optimizer(program: &Program, scope: &Scope, expr: &Expr) -> bool {
+    let is_optimizer_call = |expr: &Expr| {
+        let Expr::Call(call) = expr else {
+            return false;
+        };
+        crate::analysis::training::callee_name(
+            program.analysis.package,
+            program.module.module,
+            scope,
+            &call.func,
+        )
+        .is_some_and(|callee| {
+            matches!(
+                library::library_class(&library::canonical_name(&callee)),
+                Some(LibraryClass::Optimizer(_))
+            )
+        })
+    };
+    if is_optimizer_call(expr) {
+        return true;
+    }
+    let Some(name) = crate::analysis::walk::dotted_name(expr) else {
+        return false;
+    };
+    let assignments: Vec<_> = scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| {
+            assignment.name == name && span(assignment.statement).start < span(expr).start
+        })
+        .collect();
+    assignments
+        .last()
+        .is_some_and(|last| is_optimizer_call(last.value))
+}
+
+/// Tapes whose gradients are applied must be wrapped before `gradient`.
+fn tapes(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
+    let mut decisions = Vec::new();
+    for site in &program.module.sites {
+        if site.pattern != TrainingPattern::GradientTape {
+            continue;
+        }
+        let scope = &program.module.scopes[site.scope];
+        let Some(Stmt::With(with)) = scope
+            .facts
+            .statements
+            .iter()
+            .find(|statement| span(**statement) == site.range)
+            .copied()
+        else {
+            continue;
+        };
+        let tape_names: Vec<String> = with
+            .items
+            .iter()
+            .filter_map(|item| item.optional_vars.as_deref())
+            .filter_map(crate::analysis::walk::dotted_name)
+            .collect();
+        for tape in tape_names {
+            let gradients: Vec<&ScopedCall> = calls
+                .iter()
+                .filter(|call| std::ptr::eq(call.scope, scope))
+                .filter(|call| {
+                    matches!(call.site.call.func.as_ref(), Expr::Attribute(attribute)
+                        if attribute.attr.as_str() == "gradient"
+                            && crate::analysis::walk::dotted_name(&attribute.value).as_deref() == Some(tape.as_str()))
+                })
+                .collect();
+            let line = program.line(site.range.start);
+            if gradients.is_empty() {
+                decisions.push(decision(
+                    Verdict::Unknown,
+                    site.range.clone(),
+                    format!("the tape `{tape}` of line {line} is not asked for gradients in its function, so the checker cannot show they are averaged"),
+                ));
+                continue;
+            }
+            for gradient in gradients {
+                let at = gradient.range().start;
+                let wrapped = scope.facts.assignments.iter().any(|assignment| {
+                    assignment.name == tape
+                        && span(assignment.statement).start > site.range.start
+                        && span(assignment.statement).end <= at
+                        && program.calls_horovod_function(
+                            scope,
+                            assignment.value,
+                            "DistributedGradientTape",
+                        )
+                });
+                decisions.push(if wrapped {
+                    decision(Verdict::Proven, gradient.range(), format!("the tape of line {line} is wrapped in `hvd.DistributedGradientTape`"))
+                } else {
+                    decision(
+                        Verdict::Violated,
+                        gradient.range(),
+                        format!("`{tape}.gradient` at line {} reads a tape that is not wrapped in `hvd.DistributedGradientTape`: each worker applies its own gradients", program.line(at)),
+                    )
+                    .with_suggestion(format!("add `{tape} = hvd.DistributedGradientTape({tape})` after the `with` block"))
+                });
+            }
+        }
+    }
+    decisions
+}
+
+/// TF1: the receivers of `minimize` and `compute_gradients`.
+fn graph_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
+    let mut decisions = Vec::new();
+    for call in calls {
+        let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
+            continue;
+        };
+        if !matches!(attribute.attr.as_str(), "minimize" | "compute_gradients") {
+            continue;
+        }
+        let receiver = attribute.value.as_ref();
+        let line = program.line(call.range().start);
+        // A Keras optimizer's `minimize` in a tape program is a training step too.
+        decisions.push(optimizer_verdict(program, call.scope, receiver, line));
+    }
+    decisions
+}
+
+/// `apply_gradients` of gradients from `tf.gradients(...)`: they bypass the
+/// wrapped optimizer and must be allreduced.
+fn bypassing_gradients(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
+    let gradients = calls
+        .iter()
+        .find(|call| call.callee.as_deref() == Some("tensorflow.gradients"));
+    let applies = calls
+        .iter()
+        .any(|call| call.method() == Some("apply_gradients"));
+    let (Some(gradients), true) = (gradients, applies) else {
+        return Vec::new();
+    };
+    let allreduced = calls.iter().any(|call| {
+        matches!(
+            call.horovod_function(),
+            Some("allreduce" | "grouped_allreduce")
+        )
+    });
+    let line = program.line(gradients.range().start);
+    vec![if allreduced {
+        decision(
+            Verdict::Proven,
+            gradients.range(),
+            format!("the gradients of `tf.gradients` at line {line} are allreduced"),
+        )
+    } else {
+        decision(
+            Verdict::Violated,
+            gradients.range(),
+            format!("the gradients of `tf.gradients` at line {line} reach `apply_gradients` without being allreduced: `hvd.DistributedOptimizer` does not average them"),
+        )
+        .with_suggestion("average each gradient with `hvd.allreduce(gradient)` before applying it")
+    }]
+}

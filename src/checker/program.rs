@@ -1,0 +1,259 @@
+//! The program the checker judges: one module of the package as it will
+//! run, analysed afresh, with the questions every invariant asks of it.
+
+use std::ops::Range;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::index::CallSite;
+use crate::analysis::library;
+use crate::analysis::training::{Analysis, ModuleAnalysis, Scope, TrainingPattern, callee_name};
+use crate::analysis::walk::walk_expression;
+use crate::python::parse::span;
+
+pub struct Program<'a> {
+    pub analysis: &'a Analysis<'a>,
+    pub module: &'a ModuleAnalysis<'a>,
+    pub text: &'a str,
+    /// The ranges of `text` that are not in the file as the user wrote it
+    /// (what a rewrite added or replaced); empty for hand-written code.
+    pub generated: Vec<Range<usize>>,
+    /// The file as the user wrote it, when `text` is a rewrite of it:
+    /// messages name the user's lines.
+    pub origin: Option<Origin<'a>>,
+}
+
+/// The original text of a rewritten module and how the rewrite maps onto it.
+pub struct Origin<'a> {
+    pub text: &'a str,
+    pub map: crate::python::edit::EditMap,
+}
+
+/// A call with the scope it is made in.
+pub struct ScopedCall<'p, 'a> {
+    pub scope: &'p Scope<'a>,
+    pub site: &'p CallSite<'a>,
+    /// The canonical name of what is called, when the index resolves it.
+    pub callee: Option<String>,
+}
+
+impl ScopedCall<'_, '_> {
+    pub fn range(&self) -> Range<usize> {
+        span(self.site.call)
+    }
+
+    /// The attribute called (`save` of `model.save(...)`), or the called name.
+    pub fn method(&self) -> Option<&str> {
+        match self.site.call.func.as_ref() {
+            Expr::Attribute(attribute) => Some(attribute.attr.as_str()),
+            Expr::Name(name) => Some(name.id.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The Horovod function called (`rank` of `hvd.rank()`), when it is one.
+    pub fn horovod_function(&self) -> Option<&str> {
+        let callee = self.callee.as_deref()?;
+        library::is_horovod(callee).then(|| callee.rsplit('.').next().unwrap_or(callee))
+    }
+}
+
+impl<'a> Program<'a> {
+    /// The other modules of the package, as programs of their own (their
+    /// text as it will run; nothing marked generated).
+    pub fn others(&self) -> Vec<Program<'a>> {
+        self.analysis
+            .modules
+            .iter()
+            .filter(|module| !std::ptr::eq(*module, self.module))
+            .map(|module| Program {
+                analysis: self.analysis,
+                module,
+                text: &module.module.source.text,
+                generated: Vec::new(),
+                origin: None,
+            })
+            .collect()
+    }
+
+    /// Whether the module binds any Horovod module.
+    pub fn uses_horovod(&self) -> bool {
+        self.module
+            .module
+            .bindings
+            .iter()
+            .any(|(_, binding)| library::is_horovod(&binding.qualified))
+    }
+
+    /// The training loops the program runs directly.
+    pub fn patterns(&self) -> Vec<TrainingPattern> {
+        self.module.patterns()
+    }
+
+    pub fn has_pattern(&self, pattern: TrainingPattern) -> bool {
+        self.module.sites.iter().any(|site| site.pattern == pattern)
+    }
+
+    /// Every call of the module, in scope order, with its resolved callee.
+    pub fn calls(&self) -> Vec<ScopedCall<'_, 'a>> {
+        self.module
+            .scopes
+            .iter()
+            .flat_map(|scope| {
+                scope.facts.calls.iter().map(move |site| ScopedCall {
+                    scope,
+                    site,
+                    callee: callee_name(
+                        self.analysis.package,
+                        self.module.module,
+                        scope,
+                        &site.call.func,
+                    )
+                    .map(|name| library::canonical_name(&name)),
+                })
+            })
+            .collect()
+    }
+
+    /// Calls of a Horovod function (`rank`, `DistributedOptimizer`, ...).
+    pub fn horovod_calls(&self, function: &str) -> Vec<ScopedCall<'_, 'a>> {
+        self.calls()
+            .into_iter()
+            .filter(|call| call.horovod_function() == Some(function))
+            .collect()
+    }
+
+    /// Whether any module of the package calls one of these Horovod functions.
+    pub fn package_calls_horovod(&self, functions: &[&str]) -> Option<(String, usize)> {
+        self.analysis.modules.iter().find_map(|module| {
+            module.scopes.iter().find_map(|scope| {
+                scope.facts.calls.iter().find_map(|site| {
+                    let callee =
+                        callee_name(self.analysis.package, module.module, scope, &site.call.func)?;
+                    let function = callee.rsplit('.').next()?;
+                    (library::is_horovod(&callee) && functions.contains(&function)).then(|| {
+                        (
+                            module.module.source.relative_path.clone(),
+                            module.module.source.location(span(site.call).start).line,
+                        )
+                    })
+                })
+            })
+        })
+    }
+
+    /// Whether an expression calls a Horovod function, or reads a name some
+    /// assignment of its scope binds to a Horovod call.
+    pub fn is_horovod_value(&self, scope: &Scope, expr: &Expr) -> bool {
+        if self.mentions_horovod_call(scope, expr) {
+            return true;
+        }
+        let Some(name) = crate::analysis::walk::dotted_name(expr) else {
+            return false;
+        };
+        scope
+            .facts
+            .assignments
+            .iter()
+            .chain(self.module.scopes[0].facts.assignments.iter())
+            .filter(|assignment| assignment.name == name)
+            .any(|assignment| self.mentions_horovod_call(scope, assignment.value))
+    }
+
+    /// Whether an expression holds a call of a Horovod function.
+    pub fn mentions_horovod_call(&self, scope: &Scope, expr: &Expr) -> bool {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            if let Expr::Call(call) = inner
+                && scope
+                    .bindings
+                    .resolve_raw(&call.func)
+                    .is_some_and(|name| library::is_horovod(&name))
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Whether an expression calls `hvd.<function>()` somewhere in it.
+    pub fn calls_horovod_function(&self, scope: &Scope, expr: &Expr, function: &str) -> bool {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            if let Expr::Call(call) = inner
+                && let Some(name) = scope.bindings.resolve_raw(&call.func)
+                && library::is_horovod(&name)
+                && name.rsplit('.').next() == Some(function)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Whether the statement runs on rank 0 only: in a block under a rank-0
+    /// test, or in a call whose conditions test it.
+    pub fn runs_on_rank_zero_only(&self, scope: &Scope, site: &CallSite) -> bool {
+        let statement = span(site.statement);
+        self.module.index.is_under_rank_zero(&statement)
+            || site.conditions.iter().any(|condition| {
+                crate::analysis::index::is_rank_zero_test(&scope.bindings, condition)
+            })
+            || self.in_rank_zero_expression(scope, site)
+    }
+
+    /// `x.save(...) if hvd.rank() == 0 else None` and the like.
+    fn in_rank_zero_expression(&self, scope: &Scope, site: &CallSite) -> bool {
+        let target = span(site.call);
+        let mut found = false;
+        crate::analysis::walk::walk_statement_expressions(site.statement, &mut |expr| {
+            if let Expr::IfExp(choice) = expr
+                && crate::analysis::index::is_rank_zero_test(&scope.bindings, &choice.test)
+            {
+                let body = span(choice.body.as_ref());
+                found |= body.start <= target.start && target.end <= body.end;
+            }
+        });
+        found
+    }
+
+    /// Whether a range overlaps text the rewrite generated.
+    pub fn is_generated(&self, range: &Range<usize>) -> bool {
+        self.generated
+            .iter()
+            .any(|generated| generated.start < range.end && range.start < generated.end)
+    }
+
+    /// The line (1-based) of an offset, for messages: the user's line (for
+    /// generated text, the line where the rewrite put it).
+    pub fn line(&self, offset: usize) -> usize {
+        match &self.origin {
+            Some(origin) => {
+                let at = origin.map.original_offset(offset).min(origin.text.len());
+                memchr::memchr_iter(b'\n', &origin.text.as_bytes()[..at]).count() + 1
+            }
+            None => self.module.module.source.location(offset).line,
+        }
+    }
+
+    /// The module's top-level statements.
+    pub fn top_level(&self) -> &'a [Stmt] {
+        &self.module.module.body
+    }
+
+    /// The scope whose `def` is this statement, if any.
+    pub fn scope_of_function(&self, function: &Stmt) -> Option<&Scope<'a>> {
+        self.module.scopes.iter().find(|scope| {
+            scope
+                .function
+                .is_some_and(|own| std::ptr::eq(own, function))
+        })
+    }
+
+    /// The keyword `name` of a call, or its positional argument `index`.
+    pub fn argument<'c>(call: &'c ast::ExprCall, name: &str, index: usize) -> Option<&'c Expr> {
+        crate::analysis::walk::keyword(call, name)
+            .map(|keyword| &keyword.value)
+            .or_else(|| call.args.get(index))
+    }
+}

@@ -1,0 +1,568 @@
+//! Table tests: each invariant decided on small programs that already use
+//! Horovod, in the forms it has (proven, violated, unknown).
+
+use super::invariants::*;
+use super::{Checker, Program, Verdict};
+use crate::analysis::package::Package;
+use crate::analysis::training::Analysis;
+use crate::diagnostics::Code;
+
+/// The worst verdict of one invariant on `train.py` (with `other.py` beside
+/// it when given); `Proven` when the invariant has nothing to decide.
+fn verdict_of(code: Code, source: &str, other: Option<&str>) -> Verdict {
+    let directory = tempfile::tempdir().unwrap();
+    std::fs::write(directory.path().join("train.py"), source).unwrap();
+    let mut files = vec!["train.py".to_string()];
+    if let Some(other) = other {
+        std::fs::write(directory.path().join("other.py"), other).unwrap();
+        files.push("other.py".to_string());
+    }
+    let package = Package::load(directory.path(), &files);
+    assert!(package.problems.is_empty(), "{:?}", package.problems);
+    let analysis = Analysis::new(&package);
+    let module = analysis
+        .modules
+        .iter()
+        .find(|module| module.module.source.relative_path == "train.py")
+        .unwrap();
+    let program = Program {
+        analysis: &analysis,
+        module,
+        text: &module.module.source.text,
+        generated: std::iter::once(0..source.len()).collect(),
+        origin: None,
+    };
+    let invariant = ALL
+        .iter()
+        .find(|invariant| invariant.code() == code)
+        .unwrap();
+    invariant
+        .check(&program)
+        .iter()
+        .map(|decision| decision.verdict)
+        .max()
+        .unwrap_or(Verdict::Proven)
+}
+
+fn assert_table(code: Code, cases: &[(&str, Verdict, &str)]) {
+    for (name, expected, source) in cases {
+        assert_eq!(
+            verdict_of(code, source, None),
+            *expected,
+            "{} {name}:\n{source}",
+            code.id()
+        );
+    }
+}
+
+const HEADER: &str = "import tensorflow as tf\nimport horovod.tensorflow as hvd\nhvd.init()\n";
+const KERAS: &str = "import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.init()\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n";
+
+fn with(header: &str, body: &str) -> String {
+    format!("{header}{body}")
+}
+
+#[test]
+fn init_before_use() {
+    assert_table(
+        INIT_BEFORE_USE,
+        &[
+            (
+                "init first",
+                Verdict::Proven,
+                "import horovod.tensorflow as hvd\nhvd.init()\nprint(hvd.rank())\n",
+            ),
+            (
+                "rank before init",
+                Verdict::Violated,
+                "import horovod.tensorflow as hvd\nprint(hvd.rank())\nhvd.init()\n",
+            ),
+            (
+                "import after use",
+                Verdict::Violated,
+                "hvd.init()\nimport horovod.tensorflow as hvd\n",
+            ),
+            (
+                "star import",
+                Verdict::Unknown,
+                "from settings import *\nimport horovod.tensorflow as hvd\nhvd.init()\nrate = base_rate * hvd.size()\n",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn gradients_averaged() {
+    let fit = "model.fit(tf.zeros((8, 2)), tf.zeros((8, 1)), epochs=max(1, 4 // hvd.size()), callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])\n";
+    assert_table(
+        GRADIENTS_AVERAGED,
+        &[
+            (
+                "wrapped",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    &format!(
+                        "opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))\nmodel.compile(optimizer=opt, loss='mse')\n{fit}"
+                    ),
+                ),
+            ),
+            (
+                "string optimizer",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    &format!("model.compile(optimizer='adam', loss='mse')\n{fit}"),
+                ),
+            ),
+            (
+                "optimizer built in place",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    &format!(
+                        "model.compile(optimizer=tf.keras.optimizers.Adam(), loss='mse')\n{fit}"
+                    ),
+                ),
+            ),
+            (
+                "optimizer from a parameter",
+                Verdict::Unknown,
+                &with(
+                    KERAS,
+                    "def train(model, opt):\n    model.compile(optimizer=opt, loss='mse')\n    model.fit(tf.zeros((8, 2)), tf.zeros((8, 1)))\n",
+                ),
+            ),
+            (
+                "tape not wrapped",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nopt = tf.keras.optimizers.SGD(0.1)\nfor step in range(10):\n    with tf.GradientTape() as tape:\n        loss = tf.reduce_mean(model(tf.zeros((4, 2))))\n    grads = tape.gradient(loss, model.trainable_variables)\n    opt.apply_gradients(zip(grads, model.trainable_variables))\n",
+                ),
+            ),
+            (
+                "tape wrapped",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nopt = tf.keras.optimizers.SGD(0.1)\nfor step in range(10):\n    with tf.GradientTape() as tape:\n        loss = tf.reduce_mean(model(tf.zeros((4, 2))))\n    tape = hvd.DistributedGradientTape(tape)\n    grads = tape.gradient(loss, model.trainable_variables)\n    opt.apply_gradients(zip(grads, model.trainable_variables))\n",
+                ),
+            ),
+            (
+                "tf.gradients not allreduced",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "x = tf.Variable(1.0)\nloss = x * x\ngrads = tf.gradients(loss, [x])\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain = opt.apply_gradients(zip(grads, [x]))\n",
+                ),
+            ),
+            (
+                "chained minimize",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "x = tf.Variable(1.0)\ntrain = tf.train.AdamOptimizer(0.1).minimize(x * x)\n",
+                ),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn initial_state_broadcast() {
+    assert_table(
+        STATE_BROADCAST,
+        &[
+            (
+                "callback",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam()), loss='mse')\nmodel.fit(tf.zeros((8, 2)), tf.zeros((8, 1)), callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])\n",
+                ),
+            ),
+            (
+                "no callbacks",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam()), loss='mse')\nmodel.fit(tf.zeros((8, 2)), tf.zeros((8, 1)))\n",
+                ),
+            ),
+            (
+                "callbacks made elsewhere",
+                Verdict::Unknown,
+                &with(
+                    KERAS,
+                    "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam()), loss='mse')\nmodel.fit(tf.zeros((8, 2)), tf.zeros((8, 1)), callbacks=make_callbacks())\n",
+                ),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn work_split_once() {
+    let step = "    pass\n";
+    assert_table(
+        WORK_SPLIT,
+        &[
+            (
+                "shard then repeat then take",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "ds = tf.data.Dataset.range(100).shard(hvd.size(), hvd.rank()).repeat()\nfor x in ds.take(max(1, 50 // hvd.size())):\n{step}"
+                    ),
+                ),
+            ),
+            (
+                "sharded twice",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    &format!(
+                        "ds = tf.data.Dataset.range(100).shard(hvd.size(), hvd.rank()).shard(hvd.size(), hvd.rank())\nfor x in ds.take(5):\n{step}"
+                    ),
+                ),
+            ),
+            (
+                "shard cut by a whole take",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "ds = tf.data.Dataset.range(60000).shard(hvd.size(), hvd.rank()).batch(100)\nfor x in ds.take(200):\n{step}"
+                    ),
+                ),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn rate_follows_split() {
+    let optimizer =
+        "opt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1 * hvd.size()))\n";
+    assert_table(
+        RATE_FOLLOWS_SPLIT,
+        &[
+            (
+                "scaled and divided",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "{optimizer}for step in range(max(1, 100 // hvd.size())):\n    pass\n"
+                    ),
+                ),
+            ),
+            (
+                "scaled, nothing split",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    &format!("{optimizer}for step in range(100):\n    pass\n"),
+                ),
+            ),
+        ],
+    );
+    // The split made in another module of the package counts.
+    let scaled_here = with(HEADER, optimizer);
+    let split_there = "import horovod.tensorflow as hvd\nfor step in range(max(1, 100 // hvd.size())):\n    pass\n";
+    assert_eq!(
+        verdict_of(RATE_FOLLOWS_SPLIT, &scaled_here, Some(split_there)),
+        Verdict::Proven
+    );
+}
+
+#[test]
+fn data_differs_per_worker() {
+    let divided = "for step in range(max(1, 100 // hvd.size())):\n    pass\n";
+    assert_table(
+        DATA_DIFFERS,
+        &[
+            (
+                "sharded",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "ds = tf.data.Dataset.range(100).shard(hvd.size(), hvd.rank())\n",
+                ),
+            ),
+            (
+                "unseeded shuffle",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "import numpy as np\nbatch = np.random.randint(0, 10, size=4)\n{divided}"
+                    ),
+                ),
+            ),
+            (
+                "fixed seed",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "import numpy as np\nnp.random.seed(42)\nbatch = np.random.randint(0, 10, size=4)\n{divided}"
+                    ),
+                ),
+            ),
+            (
+                "per-rank seed",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "import numpy as np\nnp.random.seed(42 + hvd.rank())\nbatch = np.random.randint(0, 10, size=4)\n{divided}"
+                    ),
+                ),
+            ),
+            (
+                "deterministic cursor",
+                Verdict::Unknown,
+                &with(HEADER, &format!("offset = 0\n{divided}")),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn rank_zero_writes() {
+    assert_table(
+        RANK_ZERO_WRITES,
+        &[
+            (
+                "guarded",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import numpy as np\nif hvd.rank() == 0:\n    np.save('weights.npy', [1.0])\n",
+                ),
+            ),
+            (
+                "per-rank path",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import numpy as np\nnp.save('weights-%d.npy' % hvd.rank(), [1.0])\n",
+                ),
+            ),
+            (
+                "every rank",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "import numpy as np\nnp.save('weights.npy', [1.0])\n",
+                ),
+            ),
+            (
+                "mkdir on every rank",
+                Verdict::Violated,
+                &with(HEADER, "import os\nos.mkdir('checkpoints')\n"),
+            ),
+            (
+                "makedirs exist_ok",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import os\nos.makedirs('checkpoints', exist_ok=True)\n",
+                ),
+            ),
+            (
+                "download on every rank",
+                Verdict::Violated,
+                &with(HEADER, "(x, y), _ = tf.keras.datasets.mnist.load_data()\n"),
+            ),
+            (
+                "download rank 0 first",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "if hvd.rank() == 0:\n    tf.keras.datasets.mnist.load_data()\nhvd.allreduce(tf.constant(0))\n(x, y), _ = tf.keras.datasets.mnist.load_data()\n",
+                ),
+            ),
+            (
+                "save of an unknown object",
+                Verdict::Unknown,
+                &with(HEADER, "def report(thing):\n    thing.save('out')\n"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn collectives_aligned() {
+    let step = "    loss = sess.run(train_op)\n";
+    assert_table(
+        COLLECTIVES_ALIGNED,
+        &[
+            (
+                "bounded loop",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\nfor i in range(10):\n{step}"
+                    ),
+                ),
+            ),
+            (
+                "break on a local loss",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\nfor i in range(10):\n{step}    if loss < 0.1:\n        break\n"
+                    ),
+                ),
+            ),
+            (
+                "break on an averaged loss",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\nfor i in range(10):\n{step}    average = hvd.allreduce(loss)\n    if average < 0.1:\n        break\n"
+                    ),
+                ),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn api_exists_in_version() {
+    assert_table(
+        API_EXISTS,
+        &[
+            (
+                "keras 2 api",
+                Verdict::Proven,
+                "import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.init()\ncb = hvd.callbacks.MetricAverageCallback()\n",
+            ),
+            (
+                "callbacks of horovod.tensorflow",
+                Verdict::Violated,
+                &with(HEADER, "cb = hvd.callbacks.MetricAverageCallback()\n"),
+            ),
+            (
+                "legacy optimizer in TF1",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "x = tf.placeholder(tf.float32)\nopt = tf.keras.optimizers.legacy.Adagrad(0.1)\n",
+                ),
+            ),
+            (
+                "keras 3",
+                Verdict::Violated,
+                "import keras\nimport horovod.tensorflow.keras as hvd\nhvd.init()\n",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn only_training_rewritten() {
+    let tape = "with tf.GradientTape() as tape:\n    loss = tf.reduce_sum(image)\ntape = hvd.DistributedGradientTape(tape)\ngrads = tape.gradient(loss, image)\n";
+    assert_table(
+        ONLY_TRAINING,
+        &[
+            (
+                "tape feeding a step",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "image = tf.Variable(tf.zeros((2, 2)))\nopt = tf.keras.optimizers.SGD(0.1)\n{tape}opt.apply_gradients([(grads, image)])\n"
+                    ),
+                ),
+            ),
+            (
+                "gradients of an input",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    &format!("image = tf.zeros((2, 2))\n{tape}print(grads)\n"),
+                ),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn device_per_worker() {
+    assert_table(
+        DEVICE_PINNED,
+        &[
+            (
+                "tf2 pinning",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "gpus = tf.config.experimental.list_physical_devices('GPU')\nif gpus:\n    tf.config.experimental.set_visible_devices(gpus[hvd.local_rank()], 'GPU')\n",
+                ),
+            ),
+            (
+                "session proto pinned",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "config = tf.ConfigProto()\nconfig.gpu_options.visible_device_list = str(hvd.local_rank())\nsess = tf.Session(config=config)\n",
+                ),
+            ),
+            (
+                "session proto not pinned",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "gpus = tf.config.experimental.list_physical_devices('GPU')\nif gpus:\n    tf.config.experimental.set_visible_devices(gpus[hvd.local_rank()], 'GPU')\nconfig = tf.ConfigProto()\nsess = tf.Session(config=config)\n",
+                ),
+            ),
+            (
+                "config from elsewhere",
+                Verdict::Unknown,
+                &with(HEADER, "sess = tf.Session(config=make_config())\n"),
+            ),
+            (
+                "nothing pinned",
+                Verdict::Violated,
+                &with(HEADER, "x = 1\n"),
+            ),
+        ],
+    );
+}
+
+/// The checker without one invariant lets through what that invariant stops.
+#[test]
+fn a_checker_without_an_invariant_lets_its_defect_through() {
+    let defect = with(
+        HEADER,
+        "gpus = tf.config.experimental.list_physical_devices('GPU')\nif gpus:\n    tf.config.experimental.set_visible_devices(gpus[hvd.local_rank()], 'GPU')\nimport numpy as np\nnp.save('weights.npy', [1.0])\n",
+    );
+    let directory = tempfile::tempdir().unwrap();
+    std::fs::write(directory.path().join("train.py"), &defect).unwrap();
+    let package = Package::load(directory.path(), &["train.py".to_string()]);
+    let analysis = Analysis::new(&package);
+    let program = Program {
+        analysis: &analysis,
+        module: &analysis.modules[0],
+        text: &analysis.modules[0].module.source.text,
+        generated: Vec::new(),
+        origin: None,
+    };
+    let worst = |checker: Checker| {
+        checker
+            .check(&program)
+            .iter()
+            .map(|decision| decision.verdict)
+            .max()
+    };
+    assert_eq!(worst(Checker::default()), Some(Verdict::Violated));
+    assert!(worst(Checker::without(RANK_ZERO_WRITES)) < Some(Verdict::Violated));
+}

@@ -1,0 +1,231 @@
+//! The checker's place in the pipeline, after the rules and before the
+//! report: every rewritten module, and every module that already uses
+//! Horovod, is re-read as it will run (the package with the rewrites in
+//! place, parsed and analysed afresh) and judged by the invariants. A
+//! rewrite with every obligation proven is safe; with some unknown it is
+//! unsafe (one warning per open obligation); with any violated it is
+//! withdrawn (one error per violation). Hand-written Horovod code gets an
+//! error per violation.
+
+use std::collections::HashSet;
+
+use super::{LocatedDiagnostic, ModuleOutcome, locate, sort_diagnostics, write_back_to_notebook};
+use crate::analysis::package::{Package, ReadFile};
+use crate::analysis::training::Analysis;
+use crate::checker::applicability::{Judgement, judge};
+use crate::checker::program::Origin;
+use crate::checker::{Checker, Decision, Program, Verdict};
+use crate::diagnostics::Severity;
+use crate::python::edit::{Edit, EditMap};
+use crate::workspace::config::Config;
+
+/// A module's outcome before the checker has judged its rewrite.
+pub struct Candidate {
+    pub outcome: ModuleOutcome,
+    /// The rules' edits of the module's (Python) text.
+    pub edits: Vec<Edit>,
+    /// The verified rewrite of the module's Python text.
+    pub rewritten: Option<String>,
+    /// The module used Horovod before the rewrite.
+    pub uses_horovod: bool,
+}
+
+impl Candidate {
+    fn is_checked(&self) -> bool {
+        self.rewritten.is_some() || self.uses_horovod
+    }
+}
+
+/// Judges every candidate and returns the outcomes to report.
+pub fn judge_rewrites(
+    analysis: &Analysis,
+    mut candidates: Vec<Candidate>,
+    config: &Config,
+) -> Vec<ModuleOutcome> {
+    if candidates.iter().any(Candidate::is_checked) {
+        let package = package_as_rewritten(analysis.package, &candidates);
+        let checked = Analysis::new(&package);
+        for candidate in candidates
+            .iter_mut()
+            .filter(|candidate| candidate.is_checked())
+        {
+            let decisions = decide(analysis, &checked, candidate, config);
+            apply_judgement(analysis, candidate, decisions, config);
+        }
+    }
+    candidates
+        .into_iter()
+        .map(|candidate| candidate.outcome)
+        .collect()
+}
+
+/// The package as it will run: each rewritten module's text in place of the
+/// original, loaded around the modules to check.
+fn package_as_rewritten(package: &Package, candidates: &[Candidate]) -> Package {
+    let rewritten: std::collections::HashMap<&str, &str> = candidates
+        .iter()
+        .filter_map(|candidate| {
+            Some((
+                candidate.outcome.relative_path.as_str(),
+                candidate.rewritten.as_deref()?,
+            ))
+        })
+        .collect();
+    let files = package
+        .modules
+        .iter()
+        .map(|module| {
+            let source = &module.source;
+            Ok(ReadFile {
+                relative_path: source.relative_path.clone(),
+                path: source.path.clone(),
+                text: rewritten
+                    .get(source.relative_path.as_str())
+                    .map_or_else(|| source.text.clone(), |text| text.to_string()),
+                notebook: None,
+            })
+        })
+        .collect();
+    let selected: HashSet<String> = candidates
+        .iter()
+        .filter(|candidate| candidate.is_checked())
+        .map(|candidate| candidate.outcome.relative_path.clone())
+        .collect();
+    Package::from_read_files(&package.root, files, Some(&selected))
+}
+
+/// The checker's decisions about one module, the codes the user turned off left out.
+fn decide(
+    analysis: &Analysis,
+    checked: &Analysis,
+    candidate: &Candidate,
+    config: &Config,
+) -> Vec<Decision> {
+    let relative_path = &candidate.outcome.relative_path;
+    let Some(module) = checked
+        .modules
+        .iter()
+        .find(|module| &module.module.source.relative_path == relative_path)
+    else {
+        return Vec::new();
+    };
+    let original = original_text(analysis, relative_path);
+    let origin = candidate.rewritten.as_ref().map(|_| Origin {
+        text: original,
+        map: EditMap::new(original, &candidate.edits),
+    });
+    let program = Program {
+        analysis: checked,
+        module,
+        text: &module.module.source.text,
+        generated: origin
+            .as_ref()
+            .map(|origin| origin.map.written())
+            .unwrap_or_default(),
+        origin,
+    };
+    Checker::default()
+        .check(&program)
+        .into_iter()
+        .filter(|decision| config.severity_of(decision.code).is_some())
+        .collect()
+}
+
+fn original_text<'a>(analysis: &'a Analysis, relative_path: &str) -> &'a str {
+    analysis
+        .package
+        .modules
+        .iter()
+        .find(|module| module.source.relative_path == relative_path)
+        .map_or("", |module| module.source.text.as_str())
+}
+
+/// Acts on the decisions: keeps, marks or withdraws the rewrite, and says why.
+fn apply_judgement(
+    analysis: &Analysis,
+    candidate: &mut Candidate,
+    decisions: Vec<Decision>,
+    config: &Config,
+) {
+    let relative_path = candidate.outcome.relative_path.clone();
+    let Some(module) = analysis
+        .package
+        .modules
+        .iter()
+        .find(|module| module.source.relative_path == relative_path)
+    else {
+        return;
+    };
+    let source = &module.source;
+    let map = EditMap::new(&source.text, &candidate.edits);
+    let has_rewrite = candidate.rewritten.is_some();
+    let judgement = judge(&decisions);
+    let reported: Vec<&Decision> = decisions
+        .iter()
+        .filter(|decision| match (judgement, decision.verdict) {
+            (_, Verdict::Proven) => false,
+            (_, Verdict::Violated) => true,
+            // Open obligations matter to a rewrite; hand-written code that
+            // the rules leave alone gets only what is shown to be wrong.
+            (_, Verdict::Unknown) => has_rewrite,
+        })
+        .collect();
+    let located: Vec<LocatedDiagnostic> = reported
+        .into_iter()
+        .map(|decision| {
+            let range = if has_rewrite {
+                map.original_offset(decision.range.start)..map.original_offset(decision.range.end)
+            } else {
+                decision.range.clone()
+            };
+            let default = match decision.verdict {
+                Verdict::Violated => Severity::Error,
+                _ => Severity::Warning,
+            };
+            let severity = if config.severity.contains_key(&decision.code) {
+                config.severity_of(decision.code).unwrap_or(default)
+            } else {
+                default
+            };
+            let message = match (decision.verdict, has_rewrite) {
+                (Verdict::Violated, true) => format!(
+                    "{}; the rewrite of this module was withdrawn",
+                    decision.message
+                ),
+                (Verdict::Unknown, _) => format!(
+                    "{}; the rewrite is unsafe and applied only with `--unsafe-fixes`",
+                    decision.message
+                ),
+                _ => decision.message.clone(),
+            };
+            locate(
+                source,
+                decision.code,
+                severity,
+                range,
+                message,
+                decision.suggestion.clone(),
+            )
+        })
+        .collect();
+    let outcome = &mut candidate.outcome;
+    outcome.diagnostics.extend(located);
+    sort_diagnostics(&mut outcome.diagnostics);
+    let Some(rewritten) = candidate.rewritten.take() else {
+        return;
+    };
+    match judgement {
+        Judgement::Withdraw => {}
+        Judgement::Apply(applicability) => {
+            outcome.applicability = Some(applicability);
+            if source.notebook.is_some() {
+                write_back_to_notebook(outcome, source, &candidate.edits);
+            } else {
+                outcome.rewritten = Some(rewritten);
+            }
+            if outcome.rewritten.is_none() {
+                outcome.applicability = None;
+            }
+        }
+    }
+}
