@@ -209,6 +209,12 @@ fn apply_judgement(
         })
         .collect();
     let outcome = &mut candidate.outcome;
+    if judgement == Judgement::Withdraw && has_rewrite {
+        // The rules' notes describe edits that are no longer made.
+        outcome
+            .diagnostics
+            .retain(|diagnostic| diagnostic.severity != Severity::Info);
+    }
     outcome.diagnostics.extend(located);
     sort_diagnostics(&mut outcome.diagnostics);
     let Some(rewritten) = candidate.rewritten.take() else {

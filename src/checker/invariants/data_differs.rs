@@ -115,7 +115,12 @@ fn draws_at_random(call: &ScopedCall) -> bool {
             || callee.starts_with("tensorflow.random.")
             || callee == "tensorflow.train.shuffle_batch"
     });
-    let by_method = matches!(method, "shuffle" | "next_batch" | "fit" | "fit_generator")
+    // `shuffle=True` of a TF1 input producer or an Estimator input function.
+    let shuffled = crate::analysis::walk::keyword(call.site.call, "shuffle").is_some_and(|keyword| {
+        matches!(&keyword.value, rustpython_parser::ast::Expr::Constant(constant) if constant.value == rustpython_parser::ast::Constant::Bool(true))
+    });
+    let by_method = shuffled
+        || matches!(method, "shuffle" | "next_batch" | "fit" | "fit_generator" | "shuffle_batch")
         && !crate::analysis::walk::keyword(call.site.call, "shuffle").is_some_and(|keyword| {
             matches!(&keyword.value, rustpython_parser::ast::Expr::Constant(constant) if constant.value == rustpython_parser::ast::Constant::Bool(false))
         });

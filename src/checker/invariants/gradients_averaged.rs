@@ -288,7 +288,23 @@ fn tapes(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
                 ));
                 continue;
             }
-            for gradient in gradients {
+            // The `gradient` calls that read this tape: after its `with`, and
+            // before the next tape bound to the same name in the function.
+            let next_tape = program
+                .module
+                .sites
+                .iter()
+                .filter(|other| {
+                    other.scope == site.scope
+                        && other.pattern == TrainingPattern::GradientTape
+                        && other.range.start > site.range.start
+                })
+                .map(|other| other.range.start)
+                .min()
+                .unwrap_or(usize::MAX);
+            for gradient in gradients.into_iter().filter(|call| {
+                call.range().start > site.range.start && call.range().start < next_tape
+            }) {
                 let at = gradient.range().start;
                 let wrapped = scope.facts.assignments.iter().any(|assignment| {
                     assignment.name == tape
