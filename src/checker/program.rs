@@ -76,6 +76,19 @@ impl<'a> Program<'a> {
             .collect()
     }
 
+    /// This module and the package's others, as programs.
+    pub fn others_and_self(&self) -> Vec<Program<'a>> {
+        let mut all = self.others();
+        all.push(Program {
+            analysis: self.analysis,
+            module: self.module,
+            text: self.text,
+            generated: self.generated.clone(),
+            origin: None,
+        });
+        all
+    }
+
     /// Whether the module binds any Horovod module.
     pub fn uses_horovod(&self) -> bool {
         self.module

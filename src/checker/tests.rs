@@ -566,3 +566,123 @@ fn a_checker_without_an_invariant_lets_its_defect_through() {
     assert_eq!(worst(Checker::default()), Some(Verdict::Violated));
     assert!(worst(Checker::without(RANK_ZERO_WRITES)) < Some(Verdict::Violated));
 }
+
+/// Shapes found on real code after the first tables.
+#[test]
+fn real_code_shapes() {
+    let divided = "for step in range(max(1, 100 // hvd.size())):\n";
+    let cases: &[(Code, &str, Verdict, String)] = &[
+        (
+            GRADIENTS_AVERAGED,
+            "two tapes sharing a name, both wrapped",
+            Verdict::Proven,
+            with(
+                HEADER,
+                "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nopt = tf.keras.optimizers.SGD(0.1)\ndef step(x):\n    with tf.GradientTape() as g:\n        a = tf.reduce_mean(model(x))\n    g = hvd.DistributedGradientTape(g)\n    ga = g.gradient(a, model.trainable_variables)\n    opt.apply_gradients(zip(ga, model.trainable_variables))\n    with tf.GradientTape() as g:\n        b = tf.reduce_mean(model(x))\n    g = hvd.DistributedGradientTape(g)\n    gb = g.gradient(b, model.trainable_variables)\n    opt.apply_gradients(zip(gb, model.trainable_variables))\n",
+            ),
+        ),
+        (
+            DATA_DIFFERS,
+            "a TF1 producer that shuffles",
+            Verdict::Proven,
+            with(
+                HEADER,
+                &format!(
+                    "queue = tf.train.slice_input_producer([tf.zeros((8, 2))], shuffle=True)\n{divided}    pass\n"
+                ),
+            ),
+        ),
+        (
+            DATA_DIFFERS,
+            "a global cursor, random elsewhere",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                &format!(
+                    "import random\ndata = list(range(1000))\ndata_index = 0\ndef next_batch(size):\n    global data_index\n    batch = data[data_index:data_index + size]\n    data_index += size\n    return batch, random.random()\n{divided}    next_batch(8)\n"
+                ),
+            ),
+        ),
+        (
+            DATA_DIFFERS,
+            "an offset computed from the step",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                &format!(
+                    "import numpy as np\nx = np.random.rand(1000, 2)\n{divided}    offset = (step * 16) % (1000 - 16)\n    batch = x[offset:offset + 16]\n"
+                ),
+            ),
+        ),
+        (
+            WORK_SPLIT,
+            "a shard cut by a take through reassigned names",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                "def dataset():\n    ds = tf.data.Dataset.range(60000).shard(hvd.size(), hvd.rank())\n    ds = ds.map(lambda x: x)\n    ds = ds.take(20000).batch(100)\n    return ds\n",
+            ),
+        ),
+        (
+            RATE_FOLLOWS_SPLIT,
+            "epochs of 1 divided by the worker count",
+            Verdict::Violated,
+            with(
+                HEADER,
+                "opt = tf.train.GradientDescentOptimizer(0.1 * hvd.size())\nepochs = 1\nrounds = max(1, epochs // hvd.size())\n",
+            ),
+        ),
+        (
+            RANK_ZERO_WRITES,
+            "a helper of another module downloads",
+            Verdict::Unknown,
+            with(HEADER, "import helpers\nhelpers.load('data')\n"),
+        ),
+        (
+            COLLECTIVES_ALIGNED,
+            "a while on the fetched global step",
+            Verdict::Proven,
+            with(
+                HEADER,
+                "x = tf.Variable(1.0)\nglobal_step = tf.train.get_or_create_global_step()\ntrain_op = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1)).minimize(x * x, global_step=global_step)\nsess = tf.Session()\nstep = 0\nwhile step < 100:\n    _, step = sess.run([train_op, global_step])\n",
+            ),
+        ),
+    ];
+    let helpers = "import urllib.request\ndef fetch(url):\n    urllib.request.urlretrieve(url, 'data.zip')\ndef load(path):\n    fetch('http://example.invalid/' + path)\n";
+    for (code, name, expected, source) in cases {
+        let other = (*code == RANK_ZERO_WRITES).then_some(helpers);
+        let directory = tempfile::tempdir().unwrap();
+        let verdict = if let Some(other) = other {
+            std::fs::write(directory.path().join("helpers.py"), other).unwrap();
+            std::fs::write(directory.path().join("train.py"), source).unwrap();
+            let files = ["train.py".to_string(), "helpers.py".to_string()];
+            let package = Package::load(directory.path(), &files);
+            let analysis = Analysis::new(&package);
+            let module = analysis
+                .modules
+                .iter()
+                .find(|module| module.module.source.relative_path == "train.py")
+                .unwrap();
+            let program = Program {
+                analysis: &analysis,
+                module,
+                text: &module.module.source.text,
+                generated: Vec::new(),
+                origin: None,
+            };
+            let invariant = ALL
+                .iter()
+                .find(|invariant| invariant.code() == *code)
+                .unwrap();
+            invariant
+                .check(&program)
+                .iter()
+                .map(|decision| decision.verdict)
+                .max()
+                .unwrap_or(Verdict::Proven)
+        } else {
+            verdict_of(*code, source, None)
+        };
+        assert_eq!(verdict, *expected, "{} {name}:\n{source}", code.id());
+    }
+}

@@ -182,6 +182,48 @@ fn decided_locally(
             && inside.start <= at.start
             && at.end <= inside.end
             && computed_by_a_call(assignment.value)
+            && !fetches_global_step(program, scope, assignment)
+    })
+}
+
+/// `_, step = sess.run([train_op, global_step])`: the name receives the
+/// global step, which every rank advances once per step (a counter).
+fn fetches_global_step(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    assignment: &crate::analysis::index::Assignment,
+) -> bool {
+    let Expr::Call(call) = assignment.value else {
+        return false;
+    };
+    let Some(fetches) = call.args.first() else {
+        return false;
+    };
+    let fetched = match (assignment.statement, fetches) {
+        (Stmt::Assign(assign), Expr::List(list)) => {
+            let position = assign.targets.iter().find_map(|target| {
+                match target {
+                Expr::Tuple(tuple) => tuple.elts.iter().position(|element| {
+                    matches!(element, Expr::Name(name) if name.id.as_str() == assignment.name)
+                }),
+                _ => None,
+            }
+            });
+            position.and_then(|position| list.elts.get(position))
+        }
+        (_, single) => Some(single),
+    };
+    let Some(Expr::Name(fetched)) = fetched else {
+        return false;
+    };
+    [scope, &program.module.scopes[0]].iter().any(|scope| {
+        scope.facts.assignments.iter().any(|source| {
+            source.name == fetched.id.as_str()
+                && source
+                    .callee
+                    .as_deref()
+                    .is_some_and(|callee| callee.ends_with("global_step"))
+        })
     })
 }
 

@@ -11,7 +11,10 @@
 //! divided but the checker sees nothing that makes the batches differ (a
 //! deterministic cursor, an unshuffled stream, a fixed seed).
 
+use rustpython_parser::ast::{Expr, Operator, Stmt};
+
 use super::facts::SplitFacts;
+use crate::analysis::walk::{walk_expression, walk_statement_expressions};
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
@@ -71,8 +74,17 @@ impl Invariant for DataDiffers {
                         program.calls_horovod_function(call.scope, argument, "rank")
                     })
             });
-        let random_source = calls.iter().find(|call| draws_at_random(call));
         let line = program.line(divided.start);
+        if let Some(cursor) = deterministic_cursor(program) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                cursor.clone(),
+                format!("the steps are divided at line {line}, but the batches are cut at a cursor (line {}) that walks the data in the same order on every worker: each trains on the same batches", program.line(cursor.start)),
+            )
+            .with_suggestion("start each worker's cursor at its own offset (`hvd.rank() * batch_size`) and advance it by `hvd.size()` batches, or shard the data by rank")];
+        }
+        let random_source = calls.iter().find(|call| draws_at_random(call));
         match (random_source, fixed_seed, per_rank_seed) {
             (Some(source), None, _) | (Some(source), _, Some(_)) => vec![Decision::new(
                 DATA_DIFFERS,
@@ -94,6 +106,91 @@ impl Invariant for DataDiffers {
             ).with_suggestion("shard the data with `.shard(hvd.size(), hvd.rank())`, shuffle it without a fixed seed, or start each worker's cursor at its rank")],
         }
     }
+}
+
+/// A slice of the data at a cursor the program advances itself, with no
+/// rank in it: a `global` index advanced by `+=` (`data[data_index:...]`),
+/// or an offset computed from the step (`offset = (step * batch) % n`).
+fn deterministic_cursor(program: &Program) -> Option<std::ops::Range<usize>> {
+    for scope in &program.module.scopes {
+        let globals: Vec<&str> = scope
+            .facts
+            .statements
+            .iter()
+            .filter_map(|statement| match statement {
+                Stmt::Global(global) => Some(
+                    global
+                        .names
+                        .iter()
+                        .map(|name| name.as_str())
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let advanced: Vec<&str> = scope
+            .facts
+            .statements
+            .iter()
+            .filter_map(|statement| match statement {
+                Stmt::AugAssign(node) => match node.target.as_ref() {
+                    Expr::Name(name) => Some(name.id.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let step_offsets: Vec<&str> = scope
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| is_step_offset(program, scope, assignment.value))
+            .map(|assignment| assignment.name.as_str())
+            .collect();
+        for statement in &scope.facts.statements {
+            let mut found = None;
+            walk_statement_expressions(statement, &mut |expr| {
+                let Expr::Subscript(subscript) = expr else {
+                    return;
+                };
+                let Expr::Slice(slice) = subscript.slice.as_ref() else {
+                    return;
+                };
+                let Some(Expr::Name(lower)) = slice.lower.as_deref() else {
+                    return;
+                };
+                let name = lower.id.as_str();
+                let global_cursor = globals.contains(&name) && advanced.contains(&name);
+                if global_cursor || step_offsets.contains(&name) {
+                    found = Some(span(expr));
+                }
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+    None
+}
+
+/// `(step * batch_size) % (n - batch_size)`: arithmetic with a remainder,
+/// no call and no rank in it.
+fn is_step_offset(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    value: &Expr,
+) -> bool {
+    let Expr::BinOp(operation) = value else {
+        return false;
+    };
+    let mut has_call = false;
+    walk_expression(value, &mut |inner| {
+        has_call |= matches!(inner, Expr::Call(_))
+    });
+    operation.op == Operator::Mod
+        && !has_call
+        && !program.calls_horovod_function(scope, value, "rank")
 }
 
 fn is_seeding(call: &ScopedCall) -> bool {

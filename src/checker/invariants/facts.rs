@@ -18,6 +18,9 @@ pub struct SplitFacts {
     pub divisions: Vec<Range<usize>>,
     /// `x * hvd.size()` (a scaled rate).
     pub scalings: Vec<Range<usize>>,
+    /// Divisions of a count the checker knows to be at most 1
+    /// (`epochs // hvd.size()` with `epochs = 1`): they divide nothing.
+    pub empty_divisions: Vec<Range<usize>>,
 }
 
 impl SplitFacts {
@@ -33,7 +36,13 @@ impl SplitFacts {
                         };
                         match operation.op {
                             Operator::FloorDiv | Operator::Div if by_workers(&operation.right) => {
-                                facts.divisions.push(span(expr))
+                                if known_count(program, scope, &operation.left)
+                                    .is_some_and(|count| count <= 1)
+                                {
+                                    facts.empty_divisions.push(span(expr))
+                                } else {
+                                    facts.divisions.push(span(expr))
+                                }
                             }
                             Operator::Mult
                                 if by_workers(&operation.right) || by_workers(&operation.left) =>
@@ -60,6 +69,39 @@ impl SplitFacts {
     pub fn splits(&self) -> bool {
         !self.shards.is_empty() || !self.divisions.is_empty()
     }
+}
+
+/// The value of an integer literal, or of a name every assignment of its
+/// scope (or of the module) gives the same literal.
+fn known_count(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    expr: &Expr,
+) -> Option<i64> {
+    let literal = |expr: &Expr| match expr {
+        Expr::Constant(constant) => match &constant.value {
+            ast::Constant::Int(value) => i64::try_from(value).ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(value) = literal(expr) {
+        return Some(value);
+    }
+    let Expr::Name(name) = expr else {
+        return None;
+    };
+    let values: Vec<Option<i64>> = [scope, &program.module.scopes[0]]
+        .iter()
+        .flat_map(|scope| scope.facts.assignments.iter())
+        .filter(|assignment| assignment.name == name.id.as_str())
+        .map(|assignment| literal(assignment.value))
+        .collect();
+    let first = (*values.first()?)?;
+    values
+        .iter()
+        .all(|value| *value == Some(first))
+        .then_some(first)
 }
 
 fn is_shard_by_workers(

@@ -88,6 +88,7 @@ impl Invariant for RankZeroWrites {
         }
         let calls = program.calls();
         let mut decisions = Vec::new();
+        let mut helpers = HelperEffects::default();
         for call in &calls {
             if program.runs_on_rank_zero_only(call.scope, call.site)
                 || program
@@ -98,13 +99,131 @@ impl Invariant for RankZeroWrites {
             {
                 continue;
             }
-            if let Some(decision) = write(program, call).or_else(|| download(program, &calls, call))
+            if let Some(decision) = write(program, call)
+                .or_else(|| download(program, &calls, call))
+                .or_else(|| helpers.decision(program, call))
             {
                 decisions.push(decision);
             }
         }
         decisions
     }
+}
+
+/// What the package's own functions write or download on every rank,
+/// through the functions they call, worked out once per function.
+#[derive(Default)]
+struct HelperEffects {
+    known: std::collections::HashMap<String, Option<String>>,
+}
+
+impl HelperEffects {
+    /// A call of a package function (or of a function whose name says it
+    /// downloads) that writes or downloads on every rank.
+    fn decision(&mut self, program: &Program, call: &ScopedCall) -> Option<Decision> {
+        let line = program.line(call.range().start);
+        let name = call.method().unwrap_or_default();
+        let effect = match call.callee.as_deref() {
+            // A function of this module: its own calls are checked where they are.
+            Some(callee) if callee.starts_with(&format!("{}.", program.module.module.name)) => {
+                return None;
+            }
+            Some(callee) if defines(program, callee) => self.effect(program, callee, 0)?,
+            _ if name.to_ascii_lowercase().contains("download") => {
+                format!("`{name}`, whose name says it downloads")
+            }
+            _ => return None,
+        };
+        Some(
+            Decision::new(
+                RANK_ZERO_WRITES,
+                Verdict::Unknown,
+                call.range(),
+                format!("the call at line {line} runs on every rank and reaches {effect}: the ranks may race on shared storage"),
+            )
+            .with_suggestion("make the call on rank 0 first (`if hvd.rank() == 0:`), then a barrier, or give each rank its own path"),
+        )
+    }
+
+    /// The first write or download a package function makes on every rank,
+    /// described with its place.
+    fn effect(&mut self, program: &Program, function: &str, depth: usize) -> Option<String> {
+        if let Some(known) = self.known.get(function) {
+            return known.clone();
+        }
+        // Assumed harmless while being worked out (recursion).
+        self.known.insert(function.to_string(), None);
+        let found = self.work_out(program, function, depth);
+        self.known.insert(function.to_string(), found.clone());
+        found
+    }
+
+    fn work_out(&mut self, program: &Program, function: &str, depth: usize) -> Option<String> {
+        if depth > 6 {
+            return None;
+        }
+        let owner = std::iter::once(program.others_and_self())
+            .flatten()
+            .find(|candidate| {
+                candidate
+                    .module
+                    .scopes
+                    .iter()
+                    .any(|scope| scope.qualified_name == function)
+            })?;
+        let path = owner.module.module.source.relative_path.clone();
+        let calls = owner.calls();
+        let own_name = function.rsplit('.').next().unwrap_or_default();
+        for call in calls
+            .iter()
+            .filter(|call| call.scope.qualified_name == function)
+        {
+            if owner.runs_on_rank_zero_only(call.scope, call.site)
+                || path_depends_on_rank(&owner, call)
+            {
+                continue;
+            }
+            let line = owner.module.module.source.location(call.range().start).line;
+            let what = call.method().unwrap_or("a call");
+            let callee = call.callee.as_deref().unwrap_or_default();
+            let direct = is_download(callee)
+                || WRITERS.contains(&callee)
+                || is_makedirs_without_exist_ok(call, callee)
+                || (call.callee.is_none() && what.to_ascii_lowercase().contains("download"))
+                || (call.callee.is_none()
+                    && WRITING_METHODS.contains(&what)
+                    && !defined_in_package(&owner, what));
+            if direct {
+                return Some(format!("`{what}` in {path} (line {line})"));
+            }
+            if !callee.is_empty()
+                && defines(&owner, callee)
+                && callee != function
+                && let Some(found) = self.effect(&owner, callee, depth + 1)
+            {
+                return Some(found);
+            }
+        }
+        own_name
+            .to_ascii_lowercase()
+            .contains("download")
+            .then(|| format!("`{own_name}` in {path}, whose name says it downloads"))
+    }
+}
+
+/// Whether a function of the package has this qualified name.
+fn defines(program: &Program, function: &str) -> bool {
+    program.analysis.modules.iter().any(|module| {
+        module
+            .scopes
+            .iter()
+            .any(|scope| scope.function.is_some() && scope.qualified_name == function)
+    })
+}
+
+fn is_download(callee: &str) -> bool {
+    DOWNLOADS.contains(&callee)
+        || callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data")
 }
 
 /// A call on every rank that writes.
@@ -159,9 +278,7 @@ fn defined_in_package(program: &Program, method: &str) -> bool {
 /// A download on every rank with no rank-0 download before it.
 fn download(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Option<Decision> {
     let callee = call.callee.as_deref()?;
-    let is_download = DOWNLOADS.contains(&callee)
-        || callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data");
-    if !is_download {
+    if !is_download(callee) {
         return None;
     }
     let line = program.line(call.range().start);

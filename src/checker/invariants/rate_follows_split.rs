@@ -44,11 +44,20 @@ impl Invariant for RateFollowsSplit {
                 format!("the rate scaled at line {line} drives work that is split"),
             )];
         }
+        let message = match facts.empty_divisions.first() {
+            Some(empty) => format!(
+                "the learning rate is multiplied by `hvd.size()` at line {line}, but the only division by the worker count (line {}) divides a count of 1, which stays 1: every worker walks all the data at N times the rate",
+                program.line(empty.start)
+            ),
+            None => format!(
+                "the learning rate is multiplied by `hvd.size()` at line {line}, but no loop's work is divided or its data sharded: every worker walks all the data at N times the rate"
+            ),
+        };
         vec![Decision::new(
             RATE_FOLLOWS_SPLIT,
             Verdict::Violated,
             scaled.clone(),
-            format!("the learning rate is multiplied by `hvd.size()` at line {line}, but no loop's work is divided or its data sharded: every worker walks all the data at N times the rate"),
+            message,
         )
         .with_suggestion("divide the bound that stops the training loop (or shard its dataset), or leave the rate as written")]
     }

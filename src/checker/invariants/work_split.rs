@@ -87,32 +87,38 @@ impl Invariant for WorkSplit {
     }
 }
 
-/// The methods of a call chain, following the name it starts from to the
-/// chain last assigned to it in the scope (`ds = src.shard(...)` then
-/// `ds.take(n)`).
+/// The methods of a call chain, following the name it starts from back
+/// through the chains last assigned to it in the scope (`ds = src.shard(...)`,
+/// `ds = ds.map(f)`, then `ds.take(n)`), outermost last.
 fn chain_methods(scope: &Scope, call: &rustpython_parser::ast::ExprCall) -> Vec<String> {
     let expr = Expr::Call(call.clone());
-    let chain = method_chain(&expr);
-    let mut methods: Vec<String> = chain.iter().map(|(method, _)| method.to_string()).collect();
-    let mut root = &expr;
-    while let Expr::Call(inner) = root
-        && let Expr::Attribute(attribute) = inner.func.as_ref()
-    {
-        root = &attribute.value;
-    }
-    if let Some(name) = dotted_name(root) {
-        let before = span(call).start;
-        let assigned = scope.facts.assignments.iter().rfind(|assignment| {
-            assignment.name == name && span(assignment.statement).start < before
-        });
-        if let Some(assignment) = assigned {
-            let mut earlier: Vec<String> = method_chain(assignment.value)
-                .iter()
-                .map(|(method, _)| method.to_string())
-                .collect();
-            earlier.append(&mut methods);
-            methods = earlier;
+    let mut methods: Vec<String> = Vec::new();
+    let mut current: &Expr = &expr;
+    let mut before = span(call).start;
+    // A bounded walk: a name assigned from itself in a loop must not spin.
+    for _ in 0..16 {
+        let mut chain: Vec<String> = method_chain(current)
+            .iter()
+            .map(|(method, _)| method.to_string())
+            .collect();
+        chain.append(&mut methods);
+        methods = chain;
+        let mut root = current;
+        while let Expr::Call(inner) = root
+            && let Expr::Attribute(attribute) = inner.func.as_ref()
+        {
+            root = &attribute.value;
         }
+        let Some(name) = dotted_name(root) else {
+            break;
+        };
+        let Some(assignment) = scope.facts.assignments.iter().rfind(|assignment| {
+            assignment.name == name && span(assignment.statement).start < before
+        }) else {
+            break;
+        };
+        before = span(assignment.statement).start;
+        current = assignment.value;
     }
     methods
 }
