@@ -21,6 +21,10 @@ pub struct Program<'a> {
     /// The file as the user wrote it, when `text` is a rewrite of it:
     /// messages name the user's lines.
     pub origin: Option<Origin<'a>>,
+    /// The user wrote the module with Horovod already: choices that are
+    /// judgement calls (a download made on every rank, a rate scaled for
+    /// weak scaling) are theirs, and open rather than wrong.
+    pub written_with_horovod: bool,
 }
 
 /// The original text of a rewritten module and how the rewrite maps onto it.
@@ -72,6 +76,7 @@ impl<'a> Program<'a> {
                 text: &module.module.source.text,
                 generated: Vec::new(),
                 origin: None,
+                written_with_horovod: false,
             })
             .collect()
     }
@@ -85,8 +90,14 @@ impl<'a> Program<'a> {
             text: self.text,
             generated: self.generated.clone(),
             origin: None,
+            written_with_horovod: self.written_with_horovod,
         });
         all
+    }
+
+    /// The statements around a call, outermost first (the call's own last).
+    pub fn enclosing_statements(&self, scope: &Scope<'a>, site: &CallSite<'a>) -> Vec<&'a Stmt> {
+        crate::analysis::walk::path_to(scope.body, &span(site.statement)).unwrap_or_default()
     }
 
     /// Whether the module binds any Horovod module.
@@ -155,22 +166,46 @@ impl<'a> Program<'a> {
         })
     }
 
-    /// Whether an expression calls a Horovod function, or reads a name some
-    /// assignment of its scope binds to a Horovod call.
+    /// Whether an expression is a value Horovod made (`hvd.DistributedOptimizer(...)`,
+    /// a Horovod callback), or a name whose last assignment before it (in its
+    /// scope, else at module level) is one. A call that only reads the worker
+    /// count (`Adam(0.001 * hvd.size())`) is not.
     pub fn is_horovod_value(&self, scope: &Scope, expr: &Expr) -> bool {
-        if self.mentions_horovod_call(scope, expr) {
+        if self.is_horovod_call(scope, expr) {
             return true;
         }
         let Some(name) = crate::analysis::walk::dotted_name(expr) else {
             return false;
         };
-        scope
-            .facts
-            .assignments
-            .iter()
-            .chain(self.module.scopes[0].facts.assignments.iter())
-            .filter(|assignment| assignment.name == name)
-            .any(|assignment| self.mentions_horovod_call(scope, assignment.value))
+        let at = span(expr).start;
+        let last_before = |scope: &Scope<'a>| {
+            scope
+                .facts
+                .assignments
+                .iter()
+                .rfind(|assignment| {
+                    assignment.name == name && span(assignment.statement).start < at
+                })
+                .map(|assignment| assignment.value)
+        };
+        let in_scope =
+            scope.facts.assignments.iter().rfind(|assignment| {
+                assignment.name == name && span(assignment.statement).start < at
+            });
+        match in_scope {
+            Some(assignment) => self.is_horovod_call(scope, assignment.value),
+            None => last_before(&self.module.scopes[0])
+                .is_some_and(|value| self.is_horovod_call(&self.module.scopes[0], value)),
+        }
+    }
+
+    /// A call of a Horovod function (not one that merely reads from Horovod
+    /// inside its arguments).
+    fn is_horovod_call(&self, scope: &Scope, expr: &Expr) -> bool {
+        matches!(expr, Expr::Call(call) if scope
+            .bindings
+            .resolve_raw(&call.func)
+            .is_some_and(|name| library::is_horovod(&name)))
     }
 
     /// Whether an expression holds a call of a Horovod function.

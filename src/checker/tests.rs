@@ -31,6 +31,7 @@ fn verdict_of(code: Code, source: &str, other: Option<&str>) -> Verdict {
         text: &module.module.source.text,
         generated: std::iter::once(0..source.len()).collect(),
         origin: None,
+        written_with_horovod: false,
     };
     let invariant = ALL
         .iter()
@@ -413,7 +414,7 @@ fn collectives_aligned() {
             ),
             (
                 "break on a local loss",
-                Verdict::Unknown,
+                Verdict::Violated,
                 &with(
                     HEADER,
                     &format!(
@@ -555,6 +556,7 @@ fn a_checker_without_an_invariant_lets_its_defect_through() {
         text: &analysis.modules[0].module.source.text,
         generated: Vec::new(),
         origin: None,
+        written_with_horovod: false,
     };
     let worst = |checker: Checker| {
         checker
@@ -669,6 +671,7 @@ fn real_code_shapes() {
                 text: &module.module.source.text,
                 generated: Vec::new(),
                 origin: None,
+                written_with_horovod: false,
             };
             let invariant = ALL
                 .iter()

@@ -50,7 +50,9 @@ pub fn judge_rewrites(
             .filter(|candidate| candidate.is_checked())
         {
             let decisions = decide(analysis, &checked, candidate, config);
+            let in_users_code = violations_as_written(analysis, candidate, config);
             apply_judgement(analysis, candidate, decisions, config);
+            report_violations_as_written(analysis, candidate, in_users_code);
         }
     }
     candidates
@@ -123,12 +125,91 @@ fn decide(
             .map(|origin| origin.map.written())
             .unwrap_or_default(),
         origin,
+        written_with_horovod: candidate.uses_horovod,
     };
     Checker::default()
         .check(&program)
         .into_iter()
         .filter(|decision| config.severity_of(decision.code).is_some())
         .collect()
+}
+
+/// Code written with Horovod that the rules complete: the violations in
+/// the code as the user wrote it, each an error at its line (the rewrite,
+/// judged on its own, is the fix offered).
+fn violations_as_written(
+    analysis: &Analysis,
+    candidate: &Candidate,
+    config: &Config,
+) -> Vec<Decision> {
+    if !candidate.uses_horovod || candidate.rewritten.is_none() {
+        return Vec::new();
+    }
+    let relative_path = &candidate.outcome.relative_path;
+    let Some(module) = analysis
+        .modules
+        .iter()
+        .find(|module| &module.module.source.relative_path == relative_path)
+    else {
+        return Vec::new();
+    };
+    let program = Program {
+        analysis,
+        module,
+        text: &module.module.source.text,
+        generated: Vec::new(),
+        origin: None,
+        written_with_horovod: true,
+    };
+    Checker::default()
+        .check(&program)
+        .into_iter()
+        .filter(|decision| decision.verdict == Verdict::Violated)
+        .filter(|decision| config.severity_of(decision.code).is_some())
+        .collect()
+}
+
+/// Adds the violations found in the user's own code, saying whether the
+/// offered rewrite fixes each.
+fn report_violations_as_written(
+    analysis: &Analysis,
+    candidate: &mut Candidate,
+    violations: Vec<Decision>,
+) {
+    let Some(module) = analysis
+        .package
+        .modules
+        .iter()
+        .find(|module| module.source.relative_path == candidate.outcome.relative_path)
+    else {
+        return;
+    };
+    let outcome = &mut candidate.outcome;
+    let fix = match (outcome.applicability, outcome.held_back.is_some()) {
+        (Some(crate::checker::applicability::Applicability::Safe), _) => {
+            "; the rewrite offered fixes it"
+        }
+        (Some(_), _) => "; the unsafe rewrite offered fixes it (`--unsafe-fixes`)",
+        (None, _) => "",
+    };
+    for violation in violations {
+        let diagnostic = locate(
+            &module.source,
+            violation.code,
+            Severity::Error,
+            violation.range.clone(),
+            format!("{}{fix}", violation.message),
+            violation.suggestion.clone(),
+        );
+        let reported = outcome
+            .diagnostics
+            .iter()
+            .any(|known| known.code == diagnostic.code && known.line == diagnostic.line);
+        if !reported {
+            outcome.diagnostics.push(diagnostic);
+        }
+    }
+    sort_diagnostics(&mut outcome.diagnostics);
 }
 
 fn original_text<'a>(analysis: &'a Analysis, relative_path: &str) -> &'a str {

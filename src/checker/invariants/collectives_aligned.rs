@@ -5,9 +5,12 @@
 //! same step on every rank: on a bound, or on a value the ranks agree on.
 //!
 //! **Proven** when the loops that train stop on their bound (a `for` over a
-//! range or a dataset, a `while` on a step counter) or break on an
-//! allreduced value. **Unknown** when a training loop breaks, or a `while`
-//! loop stops, on a condition each rank decides for itself.
+//! range or a dataset, a `while` on a step counter or the global step) or
+//! break on an allreduced value. **Violated** when a training loop breaks,
+//! or a `while` loop stops, on a value each rank computes for itself in the
+//! loop (a loss, a reward, an environment's `done`): the workers train on
+//! different data, so those values differ, and the first rank to stop
+//! leaves the others waiting.
 
 use rustpython_parser::ast::{Expr, Stmt};
 
@@ -94,7 +97,7 @@ fn loop_stop(
         }
         return Some(Decision::new(
             COLLECTIVES_ALIGNED,
-            Verdict::Unknown,
+            Verdict::Violated,
             span(brk),
             format!("the training loop at line {line} can leave at line {} on a condition each rank decides for itself: if the ranks disagree, the others wait forever in the next allreduce", program.line(span(brk).start)),
         ).with_suggestion("stop on a value the ranks agree on: average the metric with `hvd.allreduce` before testing it"));
@@ -104,7 +107,7 @@ fn loop_stop(
     {
         return Some(Decision::new(
             COLLECTIVES_ALIGNED,
-            Verdict::Unknown,
+            Verdict::Violated,
             span(node.test.as_ref()),
             format!("the training loop at line {line} runs while `{}` holds, which each rank may decide for itself: if the ranks disagree, the others wait forever in the next allreduce", &program.text[span(node.test.as_ref())]),
         ).with_suggestion("bound the loop by a step count, or test a value averaged with `hvd.allreduce`"));

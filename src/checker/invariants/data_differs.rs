@@ -7,9 +7,11 @@
 //! depends on `hvd.rank()`), or a cursor that depends on the rank.
 //!
 //! **Proven** when the data is sharded, or when the program draws at random
-//! with no fixed seed or with a per-rank one. **Unknown** when the work is
+//! with no fixed seed or with a per-rank one. **Violated** when the work is
+//! divided and the only data is an in-memory `tf.data` stream that nothing
+//! in the module shuffles or draws at random. **Unknown** when the work is
 //! divided but the checker sees nothing that makes the batches differ (a
-//! deterministic cursor, an unshuffled stream, a fixed seed).
+//! deterministic cursor, a fixed seed, a source it cannot read).
 
 use rustpython_parser::ast::{Expr, Operator, Stmt};
 
@@ -100,7 +102,9 @@ impl Invariant for DataDiffers {
             ).with_suggestion("add `hvd.rank()` to the seed, or shard the data by rank")],
             (None, _, _) => vec![Decision::new(
                 DATA_DIFFERS,
-                Verdict::Unknown,
+                // A stream of in-memory tensors with nothing random anywhere
+                // in the module is provably the same on every worker.
+                if deterministic_stream(&calls) { Verdict::Violated } else { Verdict::Unknown },
                 divided.clone(),
                 format!("the steps are divided at line {line}, but nothing the checker sees makes the workers' batches differ (no shard, no shuffle, no per-rank seed or cursor): each may train on the same data"),
             ).with_suggestion("shard the data with `.shard(hvd.size(), hvd.rank())`, shuffle it without a fixed seed, or start each worker's cursor at its rank")],
@@ -191,6 +195,35 @@ fn is_step_offset(
     operation.op == Operator::Mod
         && !has_call
         && !program.calls_horovod_function(scope, value, "rank")
+}
+
+/// `tf.data.Dataset.from_tensor_slices(...)` and no call that draws at
+/// random, shuffles, or reads files in the module.
+fn deterministic_stream(calls: &[ScopedCall]) -> bool {
+    let in_memory = calls.iter().any(|call| {
+        matches!(
+            call.callee.as_deref(),
+            Some(
+                "tensorflow.data.Dataset.from_tensor_slices"
+                    | "tensorflow.data.Dataset.from_tensors"
+                    | "tensorflow.data.Dataset.range"
+            )
+        )
+    });
+    let elsewhere = calls.iter().any(|call| {
+        call.callee.as_deref().is_some_and(|callee| {
+            callee.contains("random")
+                || callee.contains("shuffle")
+                || callee.starts_with("tensorflow.io")
+                || callee.contains("TFRecord")
+                || callee.contains("list_files")
+                || callee.contains("from_generator")
+        }) || matches!(
+            call.method(),
+            Some("shuffle" | "interleave" | "from_generator")
+        )
+    });
+    in_memory && !elsewhere
 }
 
 fn is_seeding(call: &ScopedCall) -> bool {

@@ -13,7 +13,7 @@
 //! in a helper the checker cannot place, or a call's name says it writes and
 //! its receiver is unknown.
 
-use rustpython_parser::ast::{Constant, Expr};
+use rustpython_parser::ast::{Constant, Expr, Stmt};
 
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
@@ -91,6 +91,7 @@ impl Invariant for RankZeroWrites {
         let mut helpers = HelperEffects::default();
         for call in &calls {
             if program.runs_on_rank_zero_only(call.scope, call.site)
+                || race_is_handled(program, call)
                 || program
                     .module
                     .index
@@ -232,7 +233,8 @@ fn write(program: &Program, call: &ScopedCall) -> Option<Decision> {
     let callee = call.callee.as_deref().unwrap_or_default();
     let known = WRITERS.contains(&callee)
         || is_makedirs_without_exist_ok(call, callee)
-        || opens_for_writing(call, callee);
+        || opens_for_writing(call, callee)
+        || saves_a_model(program, call);
     let by_method = call.callee.is_none()
         && call.method().is_some_and(|method| {
             WRITING_METHODS.contains(&method) && !defined_in_package(program, method)
@@ -301,7 +303,9 @@ fn download(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Optio
         }
         return None;
     }
-    let verdict = if in_the_open(program, call) {
+    // A download in code written with Horovod is the user's choice (Horovod's
+    // own Keras examples load MNIST on every rank).
+    let verdict = if in_the_open(program, call) && !program.written_with_horovod {
         Verdict::Violated
     } else {
         Verdict::Unknown
@@ -315,6 +319,19 @@ fn download(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Optio
         )
         .with_suggestion("download on rank 0 first (`if hvd.rank() == 0:`), then wait with a barrier, then load on every rank"),
     )
+}
+
+/// A race the code handles itself: the call sits in a `try` that catches
+/// the error a lost race raises, or under a file lock (`with FileLock(...)`).
+fn race_is_handled(program: &Program, call: &ScopedCall) -> bool {
+    program.enclosing_statements(call.scope, call.site).iter().any(|statement| match statement {
+        Stmt::Try(node) => !node.handlers.is_empty(),
+        Stmt::With(node) => node.items.iter().any(|item| {
+            matches!(&item.context_expr, Expr::Call(lock)
+                if crate::analysis::walk::dotted_name(&lock.func).is_some_and(|name| name.ends_with("Lock")))
+        }),
+        _ => false,
+    })
 }
 
 /// Module level, or the function of a training loop: it runs on every rank.
@@ -332,6 +349,31 @@ fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
             .iter()
             .any(|site| site.scope == scope_index)
         || call.scope.name() == "main"
+}
+
+/// `model.save(...)` or `model.save_weights(...)` of a name the index knows
+/// holds a Keras model.
+fn saves_a_model(program: &Program, call: &ScopedCall) -> bool {
+    let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
+        return false;
+    };
+    let Expr::Name(receiver) = attribute.value.as_ref() else {
+        return false;
+    };
+    let scope_index = program
+        .module
+        .scopes
+        .iter()
+        .position(|scope| std::ptr::eq(scope, call.scope))
+        .unwrap_or(0);
+    matches!(attribute.attr.as_str(), "save" | "save_weights")
+        && [scope_index, 0].iter().any(|index| {
+            program
+                .module
+                .models
+                .get(*index)
+                .is_some_and(|models| models.contains(receiver.id.as_str()))
+        })
 }
 
 fn is_makedirs_without_exist_ok(call: &ScopedCall, callee: &str) -> bool {

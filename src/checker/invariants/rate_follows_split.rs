@@ -7,7 +7,9 @@
 //! **Proven** when a rate is scaled and the program divides a bound or
 //! shards its data (here or in another module of the package), or when
 //! nothing is scaled. **Violated** when a rate is scaled and no loop's work
-//! is split anywhere in the package.
+//! is split anywhere in the package. **Unknown** when a person scaled the
+//! rate in code written with Horovod and the program trains on synthetic
+//! tensors: weak scaling may be what they want (Horovod's benchmarks).
 
 use super::facts::SplitFacts;
 use crate::checker::{Decision, Invariant, Program, Verdict};
@@ -53,14 +55,63 @@ impl Invariant for RateFollowsSplit {
                 "the learning rate is multiplied by `hvd.size()` at line {line}, but no loop's work is divided or its data sharded: every worker walks all the data at N times the rate"
             ),
         };
+        // A rate the user scaled with nothing split may be weak scaling on
+        // purpose (Horovod's synthetic benchmarks): theirs to decide.
+        let verdict = if program.written_with_horovod
+            && !program.is_generated(scaled)
+            && !walks_real_data(program)
+        {
+            Verdict::Unknown
+        } else {
+            Verdict::Violated
+        };
         vec![Decision::new(
             RATE_FOLLOWS_SPLIT,
-            Verdict::Violated,
+            verdict,
             scaled.clone(),
             message,
         )
         .with_suggestion("divide the bound that stops the training loop (or shard its dataset), or leave the rate as written")]
     }
+}
+
+/// Whether the program trains on data it reads (files, a Keras or TFDS
+/// dataset, arrays given to `fit`), rather than on tensors it makes up
+/// (`tf.random.uniform` images, as a benchmark does).
+fn walks_real_data(program: &Program) -> bool {
+    let calls = program.calls();
+    let reads = calls.iter().any(|call| {
+        let callee = call.callee.as_deref().unwrap_or_default();
+        callee.starts_with("tensorflow.keras.datasets.")
+            || callee.starts_with("tensorflow_datasets.")
+            || callee == "numpy.load"
+            || callee.starts_with("pandas.read_")
+            || ["TFRecord", "TextLine", "list_files", "from_directory"]
+                .iter()
+                .any(|part| callee.contains(part))
+            || matches!(call.method(), Some("next_batch" | "flow_from_directory"))
+    });
+    let made_up = calls.iter().any(|call| {
+        matches!(
+            call.callee.as_deref(),
+            Some(
+                "tensorflow.random.uniform"
+                    | "tensorflow.random.normal"
+                    | "tensorflow.random.truncated_normal"
+                    | "numpy.random.rand"
+                    | "numpy.random.randn"
+                    | "numpy.random.random"
+                    | "numpy.random.randint"
+            )
+        )
+    });
+    let trains_on_something = calls.iter().any(|call| {
+        call.callee
+            .as_deref()
+            .is_some_and(|callee| callee.starts_with("tensorflow.data."))
+            || matches!(call.method(), Some("fit" | "fit_generator"))
+    });
+    reads || (trains_on_something && !made_up)
 }
 
 /// Whether another module of the package that uses Horovod splits work.
