@@ -446,7 +446,7 @@ fn verify(
         applicability: None,
         held_back: None,
     };
-    let mut edits = result.edits;
+    let mut edits = Vec::new();
     for diagnostic in result.diagnostics {
         edits.extend(diagnostic.fix);
     }

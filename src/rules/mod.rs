@@ -18,7 +18,6 @@ use crate::analysis::training::{Analysis, ModuleAnalysis, TrainingPattern, Train
 use crate::analysis::{library, training};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python;
-use crate::python::edit::Edit;
 use rayon::prelude::*;
 use rewrite::ModuleRewrite;
 
@@ -64,8 +63,16 @@ pub const OPTIMIZER_NOT_WRAPPABLE: Code = Code::new(
     "A training loop whose optimizer cannot be wrapped in `hvd.DistributedOptimizer` (a model compiled nowhere the tool can see, a canned Estimator without gradients): its module is left as written, since dividing its steps alone would train one model per worker on part of the data.",
 );
 
+pub const SINGLE_GPU_TRAINING: Code = Code::new(
+    "DST200",
+    "single-gpu-training",
+    Severity::Info,
+    "A training loop that runs on one GPU: the rewrite that makes it train with Horovod (the import, `hvd.init()` and pinning, the optimizer and tape wrapped, the broadcast, the split, rank-0 guards) belongs to this diagnostic.",
+);
+
 /// Codes raised here, for every pattern.
 pub const CODES: &[Code] = &[
+    SINGLE_GPU_TRAINING,
     MIXED_TRAINING_LOOPS,
     ALREADY_USES_HOROVOD,
     BROADCAST_PLACEMENT,
@@ -99,7 +106,7 @@ impl Classification {
 #[derive(Debug)]
 pub struct ModuleRewriteResult {
     pub classification: Classification,
-    pub edits: Vec<Edit>,
+    /// Every edit belongs to one of them (`Diagnostic::fix`).
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -223,7 +230,6 @@ fn refuse_unsupported(
             [pattern] => Classification::Pattern(*pattern),
             _ => Classification::Unsupported,
         },
-        edits: Vec::new(),
         diagnostics: vec![diagnostic],
     }
 }
@@ -242,7 +248,6 @@ fn refuse_towers(
     .with_suggestion("build the model once, without `tf.device` per GPU and without averaging the towers' gradients, then run the tool again: each Horovod process gets one GPU");
     ModuleRewriteResult {
         classification: Classification::Pattern(pattern),
-        edits: Vec::new(),
         diagnostics: vec![diagnostic],
     }
 }
@@ -264,32 +269,72 @@ fn rewrite_one_pattern<'a>(
         return left_as_written(pattern, refusals);
     }
     note_existing_horovod(&mut rewrite);
+    // Each pass's edits belong to its code; the core of the rewrite to
+    // SINGLE_GPU_TRAINING.
     passes::init_block::run(&mut rewrite);
     plugin.rewrite(&mut rewrite);
     if !rewrite.refusals.is_empty() {
         return left_as_written(pattern, rewrite.refusals);
     }
     passes::learning_rate::run(&mut rewrite);
-    passes::rate_changers::run(&mut rewrite);
-    passes::seeds::run(&mut rewrite);
-    passes::strategies::run(&mut rewrite);
-    passes::device_pinning::run(&mut rewrite);
+    rewrite.run_pass(
+        passes::rate_changers::RATE_CHANGER_SCALED,
+        passes::rate_changers::run,
+    );
+    rewrite.run_pass(passes::seeds::SEED_MADE_PER_RANK, passes::seeds::run);
+    rewrite.run_pass(
+        passes::strategies::STRATEGY_REPLACED,
+        passes::strategies::run,
+    );
+    rewrite.run_pass(
+        passes::device_pinning::DEVICE_PINNING_REMOVED,
+        passes::device_pinning::run,
+    );
     passes::rank_zero::run(&mut rewrite);
-    passes::downloads::run(&mut rewrite);
+    rewrite.run_pass(
+        passes::downloads::DOWNLOAD_ON_RANK_ZERO_FIRST,
+        passes::downloads::run,
+    );
     assumptions::check(&mut rewrite);
-    let (edits, diagnostics) = rewrite.finish();
+    let owner = single_gpu_training(module, plugin, &rewrite);
     ModuleRewriteResult {
         classification: Classification::Pattern(pattern),
-        edits,
-        diagnostics,
+        diagnostics: rewrite.finish(owner),
     }
+}
+
+/// The diagnostic the core of a module's rewrite belongs to, at its first
+/// training loop.
+fn single_gpu_training(
+    module: &ModuleAnalysis,
+    plugin: &dyn patterns::Pattern,
+    rewrite: &ModuleRewrite,
+) -> Diagnostic {
+    let site = module
+        .sites
+        .iter()
+        .find(|site| !site.is_model_function)
+        .or(module.sites.first());
+    let range = site.map_or(0..0, |site| site.range.clone());
+    let line = module.module.source.line_label(range.start);
+    let message = if rewrite.had_horovod {
+        format!(
+            "{} ({line}) already trains with Horovod: the rewrite adds what is missing",
+            plugin.description()
+        )
+    } else {
+        format!(
+            "{} ({line}) trains on one GPU: the rewrite makes it train with Horovod",
+            plugin.description()
+        )
+    };
+    Diagnostic::new(SINGLE_GPU_TRAINING, range, message)
 }
 
 /// A module refused: no edits, only the errors that say why.
 fn left_as_written(pattern: TrainingPattern, refusals: Vec<Diagnostic>) -> ModuleRewriteResult {
     ModuleRewriteResult {
         classification: Classification::Pattern(pattern),
-        edits: Vec::new(),
         diagnostics: refusals,
     }
 }
@@ -345,7 +390,6 @@ fn refuse_mixed_module(module: &ModuleAnalysis) -> ModuleRewriteResult {
     .with_suggestion("move each training loop to its own module, or use one API");
     ModuleRewriteResult {
         classification: Classification::Mixed,
-        edits: Vec::new(),
         diagnostics: vec![diagnostic],
     }
 }

@@ -17,20 +17,59 @@ use super::patterns::Pattern;
 use super::stylist::Stylist;
 use crate::analysis::library;
 use crate::analysis::training::{Analysis, ModuleAnalysis};
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Code, Diagnostic};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 
-/// Edits and diagnostics, in the order rules produced them.
-#[derive(Debug, Default)]
+/// Edits and diagnostics, in the order rules produced them. Each edit is
+/// recorded with the code of the pass that made it: every edit belongs to
+/// a diagnostic of that code when the rewrite is finished.
+#[derive(Debug)]
 pub struct RewriteSink {
-    pub edits: Vec<Edit>,
+    edits: Vec<Edit>,
+    /// The code each edit of `edits` belongs to (same order).
+    owners: Vec<Code>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The code of the pass running now.
+    pub owner: Code,
+}
+
+impl Default for RewriteSink {
+    fn default() -> Self {
+        RewriteSink {
+            edits: Vec::new(),
+            owners: Vec::new(),
+            diagnostics: Vec::new(),
+            owner: super::SINGLE_GPU_TRAINING,
+        }
+    }
 }
 
 impl RewriteSink {
     pub fn edit(&mut self, edit: Edit) {
         self.edits.push(edit);
+        self.owners.push(self.owner);
+    }
+
+    /// How many edits were made so far (a mark for `take_since`).
+    pub fn len(&self) -> usize {
+        self.edits.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.edits.is_empty()
+    }
+
+    /// Takes back the edits made since `mark`.
+    pub fn take_since(&mut self, mark: usize) -> Vec<Edit> {
+        self.owners.truncate(mark);
+        self.edits.split_off(mark)
+    }
+
+    pub fn extend(&mut self, edits: impl IntoIterator<Item = Edit>) {
+        for edit in edits {
+            self.edit(edit);
+        }
     }
 
     /// Adds a diagnostic once (two rules may find the same thing).
@@ -159,7 +198,7 @@ impl<'a> ModuleRewrite<'a> {
     pub fn guard_statements(&mut self, statements: &[&Stmt]) {
         let test = self.rank_zero_test();
         let edits = edit_builders::guard_statements(self.text, &self.stylist, statements, &test);
-        self.sink.edits.extend(edits);
+        self.sink.extend(edits);
     }
 
     /// Adds `name=value` to a call, after its last argument, following the call's layout.
@@ -179,7 +218,7 @@ impl<'a> ModuleRewrite<'a> {
         if added.continued {
             self.continued_calls.insert(start);
         }
-        self.sink.edits.extend(added.edits);
+        self.sink.extend(added.edits);
     }
 
     /// Replaces an expression with its scaled form, unless it already involves the worker count.
@@ -200,9 +239,19 @@ impl<'a> ModuleRewrite<'a> {
         self.sink.edit(Edit::replacement(span(expr), replacement));
     }
 
-    /// The edits and diagnostics, diagnostics in source order. The imports
-    /// come first among edits at the same offset (before the init block).
-    pub fn finish(self) -> (Vec<Edit>, Vec<Diagnostic>) {
+    /// Runs a pass whose edits belong to `code`.
+    pub fn run_pass(&mut self, code: Code, pass: impl FnOnce(&mut ModuleRewrite<'a>)) {
+        let previous = std::mem::replace(&mut self.sink.owner, code);
+        pass(self);
+        self.sink.owner = previous;
+    }
+
+    /// The diagnostics, in source order, each with the edits it explains:
+    /// every edit belongs to a diagnostic of the code of the pass that made
+    /// it (the first one of that code, or the module's `SINGLE_GPU_TRAINING`
+    /// diagnostic, which `owner` describes). The imports come first among
+    /// edits at the same offset (before the init block).
+    pub fn finish(self, owner: Diagnostic) -> Vec<Diagnostic> {
         let ModuleRewrite {
             context,
             sink,
@@ -210,8 +259,10 @@ impl<'a> ModuleRewrite<'a> {
             ..
         } = self;
         let RewriteSink {
-            mut edits,
+            edits,
+            owners,
             mut diagnostics,
+            ..
         } = sink;
         let generated: Vec<Edit> = edits
             .iter()
@@ -219,10 +270,22 @@ impl<'a> ModuleRewrite<'a> {
             .cloned()
             .collect();
         let body = &context.module.module.body;
-        if let Some(imports) = importer.edit(context.text, body, &context.stylist, &generated) {
-            edits.insert(0, imports);
+        let imports = importer.edit(context.text, body, &context.stylist, &generated);
+        let mut owner = owner;
+        owner.fix.extend(imports);
+        for (edit, code) in edits.into_iter().zip(owners) {
+            match diagnostics
+                .iter_mut()
+                .find(|diagnostic| diagnostic.code == code)
+            {
+                Some(diagnostic) => diagnostic.fix.push(edit),
+                None => owner.fix.push(edit),
+            }
+        }
+        if !owner.fix.is_empty() {
+            diagnostics.push(owner);
         }
         diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start, diagnostic.code));
-        (edits, diagnostics)
+        diagnostics
     }
 }

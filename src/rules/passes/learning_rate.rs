@@ -236,13 +236,13 @@ pub fn scaled_call_text(
     scope: &Scope,
     call: &ast::ExprCall,
 ) -> String {
-    let mark = rewrite.sink.edits.len();
+    let mark = rewrite.sink.len();
     scale_call_learning_rate(rewrite, scope, call, &HashSet::new());
     let range = span(call);
     let local: Vec<Edit> = rewrite
         .sink
-        .edits
-        .drain(mark..)
+        .take_since(mark)
+        .into_iter()
         .map(|edit| {
             Edit::replacement(
                 edit.range.start - range.start..edit.range.end - range.start,

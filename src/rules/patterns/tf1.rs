@@ -303,12 +303,10 @@ pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
         Some(Expr::List(list)) => match list.elts.last() {
             Some(last) => rewrite
                 .sink
-                .edits
-                .push(Edit::insertion(span(last).end, format!(", {hook}"))),
+                .edit(Edit::insertion(span(last).end, format!(", {hook}"))),
             None => rewrite
                 .sink
-                .edits
-                .push(Edit::insertion(span(list).start + 1, hook)),
+                .edit(Edit::insertion(span(list).start + 1, hook)),
         },
         Some(Expr::Name(name))
             if rewrite.module.scopes.iter().any(|scope| {
@@ -322,8 +320,7 @@ pub fn add_broadcast_hook(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) {
             let text = rewrite.expression_text(other).to_string();
             rewrite
                 .sink
-                .edits
-                .push(Edit::replacement(span(other), format!("[*{text}, {hook}]")));
+                .edit(Edit::replacement(span(other), format!("[*{text}, {hook}]")));
         }
     }
 }
@@ -352,8 +349,7 @@ pub fn rank_zero_directory(rewrite: &mut ModuleRewrite, call: &ast::ExprCall, ke
     let replacement = format!("{text} if {} else None", rewrite.rank_zero_test());
     rewrite
         .sink
-        .edits
-        .push(Edit::replacement(span(value), replacement));
+        .edit(Edit::replacement(span(value), replacement));
 }
 
 /// Divides the step keywords of a call (`last_step=`, `steps=`, `max_steps=`).

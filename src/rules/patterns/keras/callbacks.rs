@@ -214,8 +214,7 @@ pub(super) fn rewrite_callback_list(
                 let offset = span(list).start + 1;
                 rewrite
                     .sink
-                    .edits
-                    .push(Edit::insertion(offset, horovod_callbacks.join(", ")));
+                    .edit(Edit::insertion(offset, horovod_callbacks.join(", ")));
             }
             Some(first) => {
                 let start = span(first).start;
@@ -252,8 +251,7 @@ pub(super) fn keep_writers_on_rank_zero(
             let replacement = format!("*([{text}] if {} else [])", rewrite.rank_zero_test());
             rewrite
                 .sink
-                .edits
-                .push(Edit::replacement(span(element), replacement));
+                .edit(Edit::replacement(span(element), replacement));
         }
     }
 }
