@@ -225,7 +225,7 @@ fn work_split_once() {
                 &with(
                     HEADER,
                     &format!(
-                        "ds = tf.data.Dataset.range(100).shard(hvd.size(), hvd.rank()).shard(hvd.size(), hvd.rank())\nfor x in ds.take(5):\n{step}"
+                        "ds = tf.data.Dataset.range(100).shard(hvd.size(), hvd.rank()).shard(hvd.size(), hvd.rank())\nfor x in ds.take(50):\n{step}"
                     ),
                 ),
             ),
@@ -462,7 +462,7 @@ fn api_exists_in_version() {
             (
                 "keras 3",
                 Verdict::Violated,
-                "import keras\nimport horovod.tensorflow.keras as hvd\nhvd.init()\n",
+                "import keras\nimport horovod.tensorflow.keras as hvd\nhvd.init()\nmodel = keras.Sequential([keras.layers.Dense(1)])\n",
             ),
         ],
     );
@@ -639,6 +639,36 @@ fn real_code_shapes() {
             "a helper of another module downloads",
             Verdict::Unknown,
             with(HEADER, "import helpers\nhelpers.load('data')\n"),
+        ),
+        (
+            RANK_ZERO_WRITES,
+            "input() on every rank",
+            Verdict::Violated,
+            with(HEADER, "answer = input('move? ')\n"),
+        ),
+        (
+            DATA_DIFFERS,
+            "a per-rank seed before a split",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                &format!("import numpy as np\nnp.random.seed(7 + hvd.rank())\nindices = np.random.permutation(100)\n{divided}    batch = np.random.randint(0, 80, 8)\n"),
+            ),
+        ),
+        (
+            WORK_SPLIT,
+            "a take(1) to look at a batch",
+            Verdict::Proven,
+            with(
+                HEADER,
+                "ds = tf.data.Dataset.range(100).shard(hvd.size(), hvd.rank()).batch(10)\nfor x in ds.take(1):\n    print(x)\n",
+            ),
+        ),
+        (
+            API_EXISTS,
+            "standalone keras for a utility beside a tf.keras model",
+            Verdict::Proven,
+            "import keras\nimport tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.init()\ny = keras.utils.to_categorical([1, 2])\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n".to_string(),
         ),
         (
             COLLECTIVES_ALIGNED,

@@ -86,10 +86,30 @@ fn tf1_marker(program: &Program) -> Option<usize> {
 /// `import keras` judged Keras 3 with `horovod.tensorflow.keras` or `horovod.keras` bound.
 fn keras_three_with_horovod_keras(program: &Program) -> Vec<Decision> {
     let bindings = &program.module.module.bindings;
+    // Standalone `keras` that builds or trains the model (not one imported
+    // for `to_categorical` beside a tf.keras model).
     let standalone_keras = bindings
         .iter()
         .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
-    if !standalone_keras {
+    let builds_with_it = program.calls().iter().any(|call| {
+        call.scope
+            .bindings
+            .resolve_raw(&call.site.call.func)
+            .is_some_and(|raw| {
+                library::is_standalone_keras(&raw)
+                    && [
+                        "Sequential",
+                        "Model",
+                        ".layers.",
+                        ".models.",
+                        ".optimizers.",
+                        ".applications.",
+                    ]
+                    .iter()
+                    .any(|part| raw.contains(part))
+            })
+    });
+    if !standalone_keras || !builds_with_it {
         return Vec::new();
     }
     let generation = generation_of(program.analysis.keras_pin.as_ref(), program.text);
@@ -127,22 +147,44 @@ fn custom_compile_mismatch(
     if passed.is_empty() {
         return None;
     }
-    // Every `def compile` of the package's model classes.
+    // The receiver's class, made in this module, and its own `def compile`.
+    let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
+        return None;
+    };
+    let receiver = crate::analysis::walk::dotted_name(&attribute.value)?;
+    let classes: Vec<String> = [call.scope, &program.module.scopes[0]]
+        .iter()
+        .flat_map(|scope| scope.facts.assignments.iter())
+        .filter(|assignment| assignment.name == receiver)
+        .filter_map(|assignment| {
+            let Expr::Call(made) = assignment.value else {
+                return None;
+            };
+            crate::analysis::training::callee_name(
+                program.analysis.package,
+                program.module.module,
+                call.scope,
+                &made.func,
+            )
+        })
+        .collect();
     let definitions: Vec<&Stmt> = program
         .analysis
         .modules
         .iter()
         .flat_map(|module| module.scopes.iter())
-        .filter(|scope| scope.class.is_some() && scope.name() == "compile")
+        .filter(|scope| {
+            scope.name() == "compile"
+                && scope.class.is_some()
+                && classes
+                    .iter()
+                    .any(|class| scope.qualified_name == format!("{class}.compile"))
+        })
         .filter_map(|scope| scope.function)
         .collect();
     if definitions.is_empty() {
         return None;
     }
-    let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
-        return None;
-    };
-    let _ = attribute;
     let fits = |definition: &Stmt| {
         let Stmt::FunctionDef(function) = definition else {
             return true;

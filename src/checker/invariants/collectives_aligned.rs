@@ -35,9 +35,10 @@ impl Invariant for CollectivesAligned {
     }
 
     fn check(&self, program: &Program) -> Vec<Decision> {
-        if !program.uses_horovod() {
+        if !program.uses_horovod() || !super::facts::takes_optimizer_steps(program) {
             return Vec::new();
         }
+        let train_ops = super::facts::train_op_names(program);
         // Functions whose body holds a tape: calling one takes a step.
         let step_functions: Vec<&str> = program
             .module
@@ -50,10 +51,21 @@ impl Invariant for CollectivesAligned {
         for scope in &program.module.scopes {
             for site in &scope.facts.calls {
                 let steps = match site.call.func.as_ref() {
+                    // A session's `run` steps only when it runs a train op.
+                    Expr::Attribute(attribute) if attribute.attr.as_str() == "run" => {
+                        site.call.args.first().is_some_and(|fetches| {
+                            let mut runs_train_op = false;
+                            walk_expression(fetches, &mut |inner| {
+                                runs_train_op |= crate::analysis::walk::dotted_name(inner)
+                                    .is_some_and(|name| train_ops.contains(&name));
+                            });
+                            runs_train_op
+                        })
+                    }
                     Expr::Attribute(attribute) => {
                         matches!(
                             attribute.attr.as_str(),
-                            "run" | "apply_gradients" | "train_on_batch" | "minimize"
+                            "apply_gradients" | "train_on_batch" | "minimize"
                         ) || step_functions.contains(&attribute.attr.as_str())
                     }
                     Expr::Name(name) => step_functions.contains(&name.id.as_str()),

@@ -86,6 +86,19 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("start each worker's cursor at its own offset (`hvd.rank() * batch_size`) and advance it by `hvd.size()` batches, or shard the data by rank")];
         }
+        if let (Some(seed), Some(split)) = (per_rank_seed, seeded_split(&calls)) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                split.range(),
+                format!(
+                    "the seed made per rank at line {} also draws the train/test split at line {}: each worker holds out different rows, so some train on another's test data",
+                    program.line(seed.range().start),
+                    program.line(split.range().start)
+                ),
+            )
+            .with_suggestion("give the split its own fixed seed (`random_state=...`) or make it before the per-rank seed")];
+        }
         let random_source = calls.iter().find(|call| draws_at_random(call));
         match (random_source, fixed_seed, per_rank_seed) {
             (Some(source), None, _) | (Some(source), _, Some(_)) => vec![Decision::new(
@@ -224,6 +237,20 @@ fn deterministic_stream(calls: &[ScopedCall]) -> bool {
         )
     });
     in_memory && !elsewhere
+}
+
+/// A train/test split drawn from the global random state: scikit-learn's
+/// `train_test_split` without `random_state`, or a permutation or choice of
+/// indices outside any loop.
+fn seeded_split<'c, 'p, 'a>(calls: &'c [ScopedCall<'p, 'a>]) -> Option<&'c ScopedCall<'p, 'a>> {
+    calls.iter().find(|call| {
+        let callee = call.callee.as_deref().unwrap_or_default();
+        let split = callee.ends_with("train_test_split")
+            && crate::analysis::walk::keyword(call.site.call, "random_state").is_none();
+        let indices = matches!(callee, "numpy.random.permutation" | "numpy.random.choice")
+            && call.site.enclosing_loops.is_empty();
+        split || indices
+    })
 }
 
 fn is_seeding(call: &ScopedCall) -> bool {

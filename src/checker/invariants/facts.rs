@@ -138,3 +138,58 @@ pub fn method_chain(expr: &Expr) -> Vec<(&str, &ast::ExprCall)> {
     chain.reverse();
     chain
 }
+
+/// Calls that take an optimizer step (or update variables by hand).
+pub const STEPS: &[&str] = &[
+    "apply_gradients",
+    "minimize",
+    "assign_sub",
+    "assign_add",
+    "assign",
+    "fit",
+    "fit_generator",
+    "train_on_batch",
+    "train",
+];
+
+/// Whether the module, or a package module it imports, takes an optimizer
+/// step: a program that takes none trains nothing (analysis, inference).
+pub fn takes_optimizer_steps(program: &Program) -> bool {
+    let steps = |module: &crate::analysis::training::ModuleAnalysis| {
+        module.scopes.iter().any(|scope| {
+            scope.facts.calls.iter().any(|site| {
+                matches!(site.call.func.as_ref(), Expr::Attribute(attribute)
+                    if STEPS.contains(&attribute.attr.as_str()))
+            })
+        })
+    };
+    steps(program.module)
+        || program.analysis.modules.iter().any(|module| {
+            !std::ptr::eq(module, program.module)
+                && program.module.module.imports.contains(&module.module.name)
+                && steps(module)
+        })
+}
+
+/// Names holding a train op: assigned from `minimize` or `apply_gradients`,
+/// in any scope of the module (`train_op`, `self.train_op`).
+pub fn train_op_names(program: &Program) -> Vec<String> {
+    program
+        .module
+        .scopes
+        .iter()
+        .flat_map(|scope| scope.facts.assignments.iter())
+        .filter(|assignment| {
+            let mut steps = false;
+            crate::analysis::walk::walk_expression(assignment.value, &mut |inner| {
+                if let Expr::Call(call) = inner
+                    && let Expr::Attribute(attribute) = call.func.as_ref()
+                {
+                    steps |= matches!(attribute.attr.as_str(), "minimize" | "apply_gradients");
+                }
+            });
+            steps
+        })
+        .map(|assignment| assignment.name.clone())
+        .collect()
+}

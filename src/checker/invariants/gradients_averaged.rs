@@ -65,19 +65,13 @@ fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
     let compiles: Vec<&ScopedCall> = calls
         .iter()
         .filter(|call| call.method() == Some("compile") && is_method_call(call))
+        .filter(|call| !calls_super(call))
         .collect();
     let mut decisions = Vec::new();
     for compile in &compiles {
         let line = program.line(compile.range().start);
-        let arguments = optimizer_arguments(compile);
-        if arguments.is_empty() {
-            decisions.push(decision(
-                Verdict::Unknown,
-                compile.range(),
-                format!("the `compile` at line {line} names no optimizer the checker can find"),
-            ));
-        }
-        for argument in arguments {
+        // A `compile` naming no optimizer (metrics for an evaluation) decides nothing.
+        for argument in optimizer_arguments(compile) {
             decisions.push(optimizer_verdict(program, compile.scope, argument, line));
         }
     }
@@ -103,6 +97,14 @@ fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
         }
     }
     decisions
+}
+
+/// `super().compile(...)` inside a model class's own `compile`: the
+/// optimizers that step are the class's attributes, judged where they are used.
+fn calls_super(call: &ScopedCall) -> bool {
+    matches!(call.site.call.func.as_ref(), Expr::Attribute(attribute)
+        if matches!(attribute.value.as_ref(), Expr::Call(inner)
+            if matches!(inner.func.as_ref(), Expr::Name(name) if name.id.as_str() == "super")))
 }
 
 /// A method of an object (`model.compile`), not a function of an imported
@@ -169,6 +171,7 @@ fn optimizer_arguments<'c>(call: &'c ScopedCall) -> Vec<&'c Expr> {
     if !keywords.is_empty() {
         return keywords;
     }
+    // `compile(loss=..., metrics=...)` passes no optimizer at all.
     call.site.call.args.first().into_iter().collect()
 }
 

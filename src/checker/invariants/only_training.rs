@@ -9,6 +9,7 @@
 //! step (`apply_gradients`, `minimize`, an `assign_sub` update, `fit`,
 //! `train_on_batch`). **Violated** when a wrapped tape's module takes none.
 
+use super::facts::takes_optimizer_steps;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
 
@@ -20,17 +21,6 @@ pub const ONLY_TRAINING: Code = Code::new(
 );
 
 pub struct OnlyTraining;
-
-const STEPS: &[&str] = &[
-    "apply_gradients",
-    "minimize",
-    "assign_sub",
-    "assign_add",
-    "assign",
-    "fit",
-    "fit_generator",
-    "train_on_batch",
-];
 
 impl Invariant for OnlyTraining {
     fn code(&self) -> Code {
@@ -45,11 +35,8 @@ impl Invariant for OnlyTraining {
         else {
             return Vec::new();
         };
-        let steps_here = calls
-            .iter()
-            .any(|call| call.method().is_some_and(|method| STEPS.contains(&method)));
         let line = program.line(wrap.range().start);
-        if steps_here || steps_in_callees(program) {
+        if takes_optimizer_steps(program) {
             return vec![Decision::new(
                 ONLY_TRAINING,
                 Verdict::Proven,
@@ -65,19 +52,4 @@ impl Invariant for OnlyTraining {
         )
         .with_suggestion("leave analysis code single-process; distribute only the loop that applies gradients to variables")]
     }
-}
-
-/// A step taken by a function of another module this module uses (a
-/// training step defined elsewhere).
-fn steps_in_callees(program: &Program) -> bool {
-    program.analysis.modules.iter().any(|module| {
-        !std::ptr::eq(module, program.module)
-            && module.scopes.iter().any(|scope| {
-                scope.facts.calls.iter().any(|site| {
-                matches!(site.call.func.as_ref(), rustpython_parser::ast::Expr::Attribute(attribute)
-                        if STEPS.contains(&attribute.attr.as_str()))
-            })
-            })
-            && program.module.module.imports.contains(&module.module.name)
-    })
 }

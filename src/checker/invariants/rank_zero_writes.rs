@@ -75,6 +75,18 @@ const WRITING_METHODS: &[&str] = &[
     "to_csv",
     "save_to_file",
     "write_images",
+    "extractall",
+    "write_gif",
+    "write_videofile",
+];
+
+/// Library functions that fetch from the network (a helper that calls one
+/// and writes what it got downloads).
+const FETCHES: &[&str] = &[
+    "urllib.request.urlopen",
+    "urllib2.urlopen",
+    "requests.get",
+    "six.moves.urllib.request.urlretrieve",
 ];
 
 impl Invariant for RankZeroWrites {
@@ -100,7 +112,8 @@ impl Invariant for RankZeroWrites {
             {
                 continue;
             }
-            if let Some(decision) = write(program, call)
+            if let Some(decision) = reads_standard_input(program, call)
+                .or_else(|| write(program, call))
                 .or_else(|| download(program, &calls, call))
                 .or_else(|| helpers.decision(program, call))
             {
@@ -181,6 +194,7 @@ impl HelperEffects {
         {
             if owner.runs_on_rank_zero_only(call.scope, call.site)
                 || path_depends_on_rank(&owner, call)
+                || race_is_handled(&owner, call)
             {
                 continue;
             }
@@ -188,6 +202,7 @@ impl HelperEffects {
             let what = call.method().unwrap_or("a call");
             let callee = call.callee.as_deref().unwrap_or_default();
             let direct = is_download(callee)
+                || FETCHES.contains(&callee)
                 || WRITERS.contains(&callee)
                 || is_makedirs_without_exist_ok(call, callee)
                 || (call.callee.is_none() && what.to_ascii_lowercase().contains("download"))
@@ -225,6 +240,26 @@ fn defines(program: &Program, function: &str) -> bool {
 fn is_download(callee: &str) -> bool {
     DOWNLOADS.contains(&callee)
         || callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data")
+}
+
+/// `input()` on every rank: ranks other than 0 read end-of-file and stop.
+fn reads_standard_input(program: &Program, call: &ScopedCall) -> Option<Decision> {
+    let reads = matches!(call.site.call.func.as_ref(), rustpython_parser::ast::Expr::Name(name)
+        if matches!(name.id.as_str(), "input" | "raw_input"))
+        && !call
+            .scope
+            .bindings
+            .is_bound(call.method().unwrap_or_default());
+    reads.then(|| {
+        let line = program.line(call.range().start);
+        Decision::new(
+            RANK_ZERO_WRITES,
+            Verdict::Violated,
+            call.range(),
+            format!("`input()` at line {line} reads standard input on every rank: only rank 0 has a terminal, the others read end-of-file and stop"),
+        )
+        .with_suggestion("read the input on rank 0 and share it with `hvd.broadcast_object`, or take it from an argument")
+    })
 }
 
 /// A call on every rank that writes.

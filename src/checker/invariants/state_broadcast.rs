@@ -45,7 +45,8 @@ impl Invariant for StateBroadcast {
     }
 
     fn check(&self, program: &Program) -> Vec<Decision> {
-        if !program.uses_horovod() {
+        // Analysis code trains nothing: there is no state to share.
+        if !program.uses_horovod() || !super::facts::takes_optimizer_steps(program) {
             return Vec::new();
         }
         let calls = program.calls();
@@ -272,6 +273,30 @@ fn session_broadcast(
     let found = anywhere(program, calls, range, line);
     if found.verdict != Verdict::Proven {
         return found;
+    }
+    // Several sessions, each initialising its own variables: one broadcast
+    // does not reach the others.
+    let sessions = calls
+        .iter()
+        .filter(|call| {
+            matches!(
+                call.callee.as_deref(),
+                Some("tensorflow.Session" | "tensorflow.InteractiveSession")
+            )
+        })
+        .count();
+    let broadcasts = calls
+        .iter()
+        .filter(|call| call.horovod_function() == Some("broadcast_global_variables"))
+        .count();
+    if sessions > 1 && broadcasts < sessions {
+        return Decision::new(
+            STATE_BROADCAST,
+            Verdict::Unknown,
+            found.range.clone(),
+            format!("the module makes {sessions} sessions but broadcasts in {broadcasts}: the checker cannot show each trained graph starts from rank 0's state"),
+        )
+        .with_suggestion("run `hvd.broadcast_global_variables(0)` after initialising the variables of each session that trains");
     }
     let broadcast = calls
         .iter()
