@@ -63,6 +63,8 @@ pub struct ResultCache {
     stored: Stored,
     /// Whether results were added since the cache was read.
     changed: bool,
+    /// Every diagnostic code, to read stored diagnostics back.
+    codes: Vec<Code>,
 }
 
 /// What is stored for one package root.
@@ -123,6 +125,8 @@ pub struct RequestInputs<'a> {
     pub config_file: Option<&'a Path>,
     /// The packages enclosing the root (they prefix module names).
     pub enclosing_packages: &'a [String],
+    /// Every diagnostic code: stored diagnostics name theirs by id.
+    pub codes: &'a [Code],
 }
 
 /// What the cache holds for a request.
@@ -153,6 +157,7 @@ impl ResultCache {
             keys: file_keys(inputs, files),
             stored,
             changed: false,
+            codes: inputs.codes.to_vec(),
         }
     }
 
@@ -180,7 +185,7 @@ impl ResultCache {
         for wanted in requested.into_values() {
             let results = self
                 .group_results(&wanted, with_dependents)
-                .and_then(|results| restore(results, &files));
+                .and_then(|results| restore(results, &files, &self.codes));
             match results {
                 Some((modules, problems)) => {
                     found.modules.extend(modules);
@@ -287,12 +292,13 @@ impl ResultCache {
 fn restore(
     results: Vec<(&str, &StoredFile)>,
     files: &FxHashMap<&str, &ReadFile>,
+    codes: &[Code],
 ) -> Option<(Vec<ModuleOutcome>, Vec<FileProblem>)> {
     let mut modules = Vec::new();
     let mut problems = Vec::new();
     for (path, stored) in results {
         if let Some(module) = &stored.outcome {
-            modules.push(module.to_outcome(files.get(path)?)?);
+            modules.push(module.to_outcome(files.get(path)?, codes)?);
         }
         problems.extend(stored.problems.iter().cloned());
     }
@@ -426,12 +432,12 @@ impl From<&ModuleOutcome> for CachedModule {
 impl CachedModule {
     /// The outcome back, for the file as read; `None` when a code is unknown
     /// to this build.
-    fn to_outcome(&self, file: &ReadFile) -> Option<ModuleOutcome> {
+    fn to_outcome(&self, file: &ReadFile, codes: &[Code]) -> Option<ModuleOutcome> {
         let diagnostics = self
             .diagnostics
             .iter()
             .map(|diagnostic| {
-                let code = Code::from_id_or_name(&diagnostic.code)?;
+                let code = Code::from_id_or_name(&diagnostic.code, codes)?;
                 Some(LocatedDiagnostic {
                     code: code.id(),
                     name: code.name(),

@@ -168,7 +168,7 @@ pub fn run(arguments: Arguments) -> Result<i32> {
     let rendered = match options.format {
         Format::Text => report::text::render(&outcome, detail),
         Format::Json => report::json::render(&outcome),
-        Format::Sarif => report::sarif::render(&outcome),
+        Format::Sarif => report::sarif::render(&outcome, crate::registry::all_codes()),
         Format::Github => report::github::render(&outcome),
     };
     print_ignoring_broken_pipe(&rendered);
@@ -218,7 +218,12 @@ fn build_request(options: &Options) -> Result<RunRequest> {
         }
     }
     let root = package_root(options, &current)?;
-    let config = Config::load(&root, options.config.as_deref()).map_err(anyhow::Error::new)?;
+    let config = Config::load(
+        &root,
+        options.config.as_deref(),
+        crate::registry::all_codes(),
+    )
+    .map_err(anyhow::Error::new)?;
     let path_scope = if options.paths.is_empty() {
         None
     } else {
@@ -231,6 +236,7 @@ fn build_request(options: &Options) -> Result<RunRequest> {
         expand_scope_to_dependents: true,
         config,
         use_cache: !options.no_cache,
+        codes: crate::registry::all_codes(),
     })
 }
 

@@ -1,7 +1,8 @@
 //! Diagnostics: one code per assumption, with a stable id, a kebab-case name
 //! and a default severity, so that users can configure each one. Codes are
-//! declared next to the rule or pass that raises them; `all_codes` gathers
-//! them from the registry of rules.
+//! declared next to the rule, pass or invariant that raises them; the
+//! registry at the top of the crate (`crate::registry`) gathers them and
+//! hands the list down to what looks codes up.
 
 use std::ops::Range;
 
@@ -70,9 +71,10 @@ impl Code {
         self.summary
     }
 
-    /// Looks a code up by its id (`DST001`, any case) or name (`import-not-at-top`).
-    pub fn from_id_or_name(text: &str) -> Option<Code> {
-        all_codes()
+    /// Looks a code up among `codes` by its id (`DST001`, any case) or name
+    /// (`import-not-at-top`).
+    pub fn from_id_or_name(text: &str, codes: &[Code]) -> Option<Code> {
+        codes
             .iter()
             .find(|code| code.id.eq_ignore_ascii_case(text) || code.name == text)
             .cloned()
@@ -103,17 +105,6 @@ impl Ord for Code {
     fn cmp(&self, other: &Code) -> std::cmp::Ordering {
         self.id.cmp(other.id)
     }
-}
-
-/// Every code the tool can emit, sorted by id: gathered once, since every
-/// diagnostic read back from the result cache looks its code up here.
-pub fn all_codes() -> &'static [Code] {
-    static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
-        let mut codes = crate::rules::registry::codes();
-        codes.sort();
-        codes
-    });
-    &CODES
 }
 
 /// One broken or relied-upon assumption, at the statement that concerns it,
@@ -151,26 +142,5 @@ impl Diagnostic {
     pub fn with_fix(mut self, edits: Vec<Edit>) -> Self {
         self.fix = edits;
         self
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_are_unique_and_found_by_id_or_name() {
-        let codes = all_codes();
-        let mut ids: Vec<&str> = codes.iter().map(|code| code.id()).collect();
-        let mut names: Vec<&str> = codes.iter().map(|code| code.name()).collect();
-        ids.dedup();
-        names.sort();
-        names.dedup();
-        assert_eq!(ids.len(), codes.len(), "a code id is declared twice");
-        assert_eq!(names.len(), codes.len(), "a code name is declared twice");
-        let mixed = Code::from_id_or_name("dst011").expect("DST011 exists");
-        assert_eq!(mixed.name(), "mixed-training-loops");
-        assert_eq!(Code::from_id_or_name("mixed-training-loops"), Some(mixed));
-        assert_eq!(Code::from_id_or_name("DST999"), None);
     }
 }

@@ -15,6 +15,7 @@ pub mod diagnostics;
 pub mod engine;
 pub mod github;
 pub mod python;
+pub mod registry;
 pub mod report;
 pub mod rules;
 pub mod workspace;

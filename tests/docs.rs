@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use distribute::diagnostics::all_codes;
+use distribute::registry::all_codes;
 
 #[test]
 fn readme_lists_every_diagnostic_code() {

@@ -159,6 +159,9 @@ pub struct RunRequest {
     /// Read and write the result cache (`crate::cache`); off by default,
     /// the command line turns it on unless `--no-cache`.
     pub use_cache: bool,
+    /// Every diagnostic code, handed down from the top (`crate::registry`):
+    /// the cache names codes by id and looks them up here.
+    pub codes: &'static [crate::diagnostics::Code],
 }
 
 /// Runs the whole pipeline on a package.
@@ -191,6 +194,7 @@ fn run_with_cache(request: &RunRequest, read: Vec<Result<ReadFile, FileProblem>>
         root: &request.root,
         config_file: request.config.source.as_deref(),
         enclosing_packages: &enclosing_packages(&request.root),
+        codes: request.codes,
     };
     let mut cache = ResultCache::open(&inputs, &readable);
     let lookup = cache.lookup(

@@ -72,7 +72,12 @@ pub fn run(options: &GithubOptions) -> Result<i32> {
     let root = root
         .canonicalize()
         .with_context(|| format!("{}: package root not found", root.display()))?;
-    let config = Config::load(&root, options.config.as_deref()).map_err(anyhow::Error::new)?;
+    let config = Config::load(
+        &root,
+        options.config.as_deref(),
+        crate::registry::all_codes(),
+    )
+    .map_err(anyhow::Error::new)?;
     let repository_path = repository_path(&environment.repository)?;
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -325,6 +330,7 @@ impl Bot {
             expand_scope_to_dependents: true,
             config: self.config.clone(),
             use_cache: self.options.use_cache,
+            codes: crate::registry::all_codes(),
         };
         let unsafe_fixes = self.config.unsafe_fixes;
         let mut outcome = engine::with_large_stack(move || engine::run(&request));

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::analysis::package::FileProblem;
-use crate::diagnostics::{Code, Severity, all_codes};
+use crate::diagnostics::{Code, Severity};
 use crate::engine::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
 
 fn level(severity: Severity) -> &'static str {
@@ -15,8 +15,8 @@ fn level(severity: Severity) -> &'static str {
     }
 }
 
-pub fn render(outcome: &RunOutcome) -> String {
-    let codes = all_codes();
+/// `codes` is every code the tool can emit (the rule table lists them all).
+pub fn render(outcome: &RunOutcome, codes: &[Code]) -> String {
     let results: Vec<Value> = outcome
         .modules
         .iter()

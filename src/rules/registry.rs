@@ -1,6 +1,6 @@
-//! Every diagnostic code, gathered from where each is declared: the rules
-//! shared by all patterns, the shared passes, the assumption warnings, and
-//! each registered pattern.
+//! The rules' diagnostic codes, gathered from where each is declared: the
+//! rules shared by all patterns, the shared passes, the assumption warnings,
+//! and each registered pattern (`crate::registry` adds the checker's).
 
 use super::{assumptions, passes, patterns};
 use crate::diagnostics::Code;
@@ -12,6 +12,5 @@ pub fn codes() -> Vec<Code> {
     for plugin in patterns::REGISTRY {
         codes.extend_from_slice(plugin.codes());
     }
-    codes.extend(crate::checker::codes());
     codes
 }

@@ -152,7 +152,8 @@ pub struct ConfigError {
 
 impl Config {
     /// Reads `path`, or `.distribute.yml` at the root when `path` is `None` (absent: defaults).
-    pub fn load(root: &Path, path: Option<&Path>) -> Result<Config, ConfigError> {
+    /// `codes` are the diagnostic codes `severity:` may name.
+    pub fn load(root: &Path, path: Option<&Path>, codes: &[Code]) -> Result<Config, ConfigError> {
         let (path, required) = match path {
             Some(path) => (path.to_path_buf(), true),
             None => (root.join(CONFIG_FILE_NAME), false),
@@ -171,16 +172,16 @@ impl Config {
                 });
             }
         };
-        let mut config = Config::parse(&text, &display)?;
+        let mut config = Config::parse(&text, &display, codes)?;
         config.source = Some(path);
         Ok(config)
     }
 
     /// Parses configuration text; `display` names the file in errors.
-    pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
+    pub fn parse(text: &str, display: &str, codes: &[Code]) -> Result<Config, ConfigError> {
         let source = ConfigText { text, display };
         let file = source.deserialize()?;
-        let severity = source.severity(&file.severity)?;
+        let severity = source.severity(&file.severity, codes)?;
         let output = source.output_mode(&file.output)?;
         Ok(Config {
             include: source.globs(&file.include, "include")?,
@@ -307,10 +308,11 @@ impl ConfigText<'_> {
     fn severity(
         &self,
         settings: &BTreeMap<String, SeveritySetting>,
+        codes: &[Code],
     ) -> Result<BTreeMap<Code, Option<Severity>>, ConfigError> {
         let mut severity = BTreeMap::new();
         for (key, setting) in settings {
-            let code = Code::from_id_or_name(key).ok_or_else(|| {
+            let code = Code::from_id_or_name(key, codes).ok_or_else(|| {
                 self.error(self.line_of(key), format!("severity: unknown diagnostic code `{key}` (expected a code such as DST101 or a name such as dataset-not-sharded)"))
             })?;
             let level = match setting {
@@ -366,11 +368,23 @@ impl ConfigText<'_> {
 mod tests {
     use super::*;
 
+    /// The codes these tests name, as the registry would hand them down.
+    const TEST_CODES: &[Code] = &[
+        Code::new("DST101", "dataset-not-sharded", Severity::Warning, "test"),
+        Code::new(
+            "DST102",
+            "learning-rate-without-warmup",
+            Severity::Info,
+            "test",
+        ),
+    ];
+
     #[test]
     fn unknown_keys_name_the_key_and_line() {
         let error = Config::parse(
             "include: ['**/*.py']\nshard_dataset: true\n",
             ".distribute.yml",
+            TEST_CODES,
         )
         .unwrap_err();
         assert_eq!(error.line, Some(2));
@@ -387,7 +401,12 @@ mod tests {
 
     #[test]
     fn wrong_types_name_the_line() {
-        let error = Config::parse("exclude: []\nshard_datasets: sometimes\n", "c.yml").unwrap_err();
+        let error = Config::parse(
+            "exclude: []\nshard_datasets: sometimes\n",
+            "c.yml",
+            TEST_CODES,
+        )
+        .unwrap_err();
         assert_eq!(error.line, Some(2));
         assert!(
             error.message.contains("shard_datasets"),
@@ -398,15 +417,16 @@ mod tests {
 
     #[test]
     fn unknown_codes_and_bad_output_are_refused() {
-        let error = Config::parse("severity:\n  DST999: off\n", "c.yml").unwrap_err();
+        let error = Config::parse("severity:\n  DST999: off\n", "c.yml", TEST_CODES).unwrap_err();
         assert_eq!(error.line, Some(2));
         let error = Config::parse(
             "output:\n  mode: directory\n  directory: ../elsewhere\n",
             "c.yml",
+            TEST_CODES,
         )
         .unwrap_err();
         assert_eq!(error.line, Some(3));
-        let error = Config::parse("output:\n  mode: sideways\n", "c.yml").unwrap_err();
+        let error = Config::parse("output:\n  mode: sideways\n", "c.yml", TEST_CODES).unwrap_err();
         assert_eq!(error.line, Some(2));
     }
 
@@ -415,6 +435,7 @@ mod tests {
         let config = Config::parse(
             "include: ['src/**']\nexclude: ['src/vendor/**']\noutput:\n  mode: suffix\n  suffix: _hvd.py\nseverity:\n  DST101: off\n  learning-rate-without-warmup: error\nshard_datasets: true\n",
             "c.yml",
+            TEST_CODES,
         )
         .unwrap();
         assert!(config.selects("src/train.py"));
