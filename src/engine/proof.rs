@@ -273,6 +273,12 @@ fn apply_judgement(
                     "{}; the rewrite of this module was withdrawn",
                     decision.message
                 ),
+                // Beside a violation the rewrite is withdrawn anyway: the
+                // open obligation is one more thing to settle.
+                (Verdict::Unknown, _) if judgement == Judgement::Withdraw => format!(
+                    "{}; this too stands in the way of the withdrawn rewrite",
+                    decision.message
+                ),
                 (Verdict::Unknown, _) => format!(
                     "{}; the rewrite is unsafe and applied only with `--unsafe-fixes`",
                     decision.message
