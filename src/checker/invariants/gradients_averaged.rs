@@ -52,6 +52,7 @@ impl Invariant for GradientsAveraged {
         }
         decisions.extend(graph_optimizers(program, &calls));
         decisions.extend(bypassing_gradients(program, &calls));
+        decisions.extend(optimize_loss(program, &calls));
         decisions
     }
 }
@@ -351,6 +352,31 @@ fn graph_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
         decisions.push(optimizer_verdict(program, call.scope, receiver, line));
     }
     decisions
+}
+
+/// `tf.contrib.layers.optimize_loss(loss, global_step, learning_rate,
+/// optimizer="Adam")` builds and applies its optimizer inside: unless the
+/// optimizer it is given is wrapped, nothing averages the gradients.
+fn optimize_loss(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
+    calls
+        .iter()
+        .filter(|call| {
+            call.callee
+                .as_deref()
+                .is_some_and(|callee| callee.ends_with("layers.optimize_loss"))
+        })
+        .map(|call| {
+            let line = program.line(call.range().start);
+            match Program::argument(call.site.call, "optimizer", 3) {
+                Some(optimizer) => optimizer_verdict(program, call.scope, optimizer, line),
+                None => decision(
+                    Verdict::Violated,
+                    call.range(),
+                    format!("`optimize_loss` at line {line} builds its own optimizer, which nothing wraps in `hvd.DistributedOptimizer`"),
+                ),
+            }
+        })
+        .collect()
 }
 
 /// `apply_gradients` of gradients from `tf.gradients(...)`: they bypass the

@@ -1,0 +1,117 @@
+//! The checker, not the rules, is what stops a wrong rewrite: for each
+//! invariant, a program the rules rewrite with that defect is withdrawn or
+//! held back by default, and offered as safe once that invariant's code is
+//! turned off (`severity: {CODE: off}` leaves the invariant out).
+//!
+//! The programs are the project's own: fixtures of `tests/fixtures/` and the
+//! small programs of `tests/checker_removal/`, each in a shape found on real
+//! code where the rules go wrong.
+
+use std::path::{Path, PathBuf};
+
+use distribute::engine::{self, ModuleOutcome, RunRequest};
+use distribute::workspace::config::Config;
+
+const CASES: &[(&str, &str, &str)] = &[
+    (
+        "DST301",
+        "tests/fixtures/diag_tensorflow_bound_without_import/input",
+        "train.py",
+    ),
+    (
+        "DST302",
+        "tests/checker_removal/optimize_loss_string",
+        "train.py",
+    ),
+    (
+        "DST303",
+        "tests/fixtures/diag_loop_spread_over_files/input",
+        "trainlib/steps.py",
+    ),
+    ("DST304", "tests/fixtures/tape_basic/input", "train.py"),
+    (
+        "DST305",
+        "tests/fixtures/already_converted_new_print/input",
+        "train.py",
+    ),
+    (
+        "DST306",
+        "tests/fixtures/estimator_canned_linear_defaults/input",
+        "trainer/task.py",
+    ),
+    (
+        "DST307",
+        "tests/fixtures/tape_checkpoint_saves/input",
+        "train.py",
+    ),
+    (
+        "DST308",
+        "tests/fixtures/refuse_steps_per_environment_step/input",
+        "until_converged.py",
+    ),
+    ("DST309", "tests/fixtures/diag_keras3/input", "train.py"),
+    (
+        "DST310",
+        "tests/checker_removal/input_gradients",
+        "train.py",
+    ),
+    (
+        "DST311",
+        "tests/checker_removal/keras_own_session_config",
+        "train.py",
+    ),
+];
+
+fn outcome_of(root: &Path, config: Config, path: &str) -> ModuleOutcome {
+    let request = RunRequest {
+        root: root.to_path_buf(),
+        config,
+        codes: distribute::registry::all_codes(),
+        ..Default::default()
+    };
+    let outcome = engine::with_large_stack(move || engine::run(&request));
+    outcome
+        .modules
+        .into_iter()
+        .find(|module| module.relative_path == path)
+        .unwrap_or_else(|| panic!("{}: {path} is not a training module", root.display()))
+}
+
+#[test]
+fn each_invariant_is_what_stops_its_defect() {
+    let codes: std::collections::BTreeSet<&str> = CASES.iter().map(|(code, _, _)| *code).collect();
+    assert_eq!(codes.len(), 11, "a case for every invariant");
+    for (code, directory, path) in CASES {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(directory);
+        let checked = outcome_of(&root, Config::default(), path);
+        assert!(
+            checked.applicability != Some(distribute::checker::applicability::Applicability::Safe),
+            "{code} {directory}: offered as safe with every invariant on"
+        );
+        assert!(
+            checked
+                .diagnostics
+                .iter()
+                .any(|diagnostic| diagnostic.code == *code),
+            "{code} {directory}: the invariant says nothing:\n{:#?}",
+            checked.diagnostics
+        );
+        let without = Config::parse(
+            &format!("severity:\n  {code}: off\n"),
+            "test.yml",
+            distribute::registry::all_codes(),
+        )
+        .unwrap();
+        let unchecked = outcome_of(&root, without, path);
+        assert_eq!(
+            unchecked.applicability,
+            Some(distribute::checker::applicability::Applicability::Safe),
+            "{code} {directory}: without the invariant the defect should pass as safe:\n{:#?}",
+            unchecked.diagnostics
+        );
+        assert!(
+            unchecked.rewritten.is_some(),
+            "{code} {directory}: not rewritten"
+        );
+    }
+}
