@@ -50,25 +50,7 @@ impl Invariant for DataDiffers {
             return Vec::new();
         }
         let facts = SplitFacts::of(program);
-        if let Some(shard) = facts.shards.first() {
-            return vec![Decision::new(
-                DATA_DIFFERS,
-                Verdict::Proven,
-                shard.clone(),
-                "the data is sharded by rank",
-            )];
-        }
-        let Some(divided) = facts.divisions.first() else {
-            return Vec::new();
-        };
         let calls = program.calls();
-        let fixed_seed =
-            calls.iter().find(|call| {
-                is_seeding(call)
-                    && !call.site.call.args.iter().any(|argument| {
-                        program.calls_horovod_function(call.scope, argument, "rank")
-                    })
-            });
         let per_rank_seed =
             calls.iter().find(|call| {
                 is_seeding(call)
@@ -76,16 +58,6 @@ impl Invariant for DataDiffers {
                         program.calls_horovod_function(call.scope, argument, "rank")
                     })
             });
-        let line = program.line(divided.start);
-        if let Some(cursor) = deterministic_cursor(program) {
-            return vec![Decision::new(
-                DATA_DIFFERS,
-                Verdict::Unknown,
-                cursor.clone(),
-                format!("the steps are divided at line {line}, but the batches are cut at a cursor (line {}) that walks the data in the same order on every worker: each trains on the same batches", program.line(cursor.start)),
-            )
-            .with_suggestion("start each worker's cursor at its own offset (`hvd.rank() * batch_size`) and advance it by `hvd.size()` batches, or shard the data by rank")];
-        }
         if let (Some(seed), Some(split)) = (per_rank_seed, seeded_split(&calls)) {
             return vec![Decision::new(
                 DATA_DIFFERS,
@@ -98,6 +70,34 @@ impl Invariant for DataDiffers {
                 ),
             )
             .with_suggestion("give the split its own fixed seed (`random_state=...`) or make it before the per-rank seed")];
+        }
+        if let Some(shard) = facts.shards.first() {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Proven,
+                shard.clone(),
+                "the data is sharded by rank",
+            )];
+        }
+        let Some(divided) = facts.divisions.first() else {
+            return Vec::new();
+        };
+        let fixed_seed =
+            calls.iter().find(|call| {
+                is_seeding(call)
+                    && !call.site.call.args.iter().any(|argument| {
+                        program.calls_horovod_function(call.scope, argument, "rank")
+                    })
+            });
+        let line = program.line(divided.start);
+        if let Some(cursor) = deterministic_cursor(program) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                cursor.clone(),
+                format!("the steps are divided at line {line}, but the batches are cut at a cursor (line {}) that walks the data in the same order on every worker: each trains on the same batches", program.line(cursor.start)),
+            )
+            .with_suggestion("start each worker's cursor at its own offset (`hvd.rank() * batch_size`) and advance it by `hvd.size()` batches, or shard the data by rank")];
         }
         let random_source = calls.iter().find(|call| draws_at_random(call));
         match (random_source, fixed_seed, per_rank_seed) {
@@ -249,7 +249,37 @@ fn seeded_split<'c, 'p, 'a>(calls: &'c [ScopedCall<'p, 'a>]) -> Option<&'c Scope
             && crate::analysis::walk::keyword(call.site.call, "random_state").is_none();
         let indices = matches!(callee, "numpy.random.permutation" | "numpy.random.choice")
             && call.site.enclosing_loops.is_empty();
-        split || indices
+        let shuffled_then_sliced = matches!(callee, "numpy.random.shuffle" | "random.shuffle")
+            && call.site.enclosing_loops.is_empty()
+            && call
+                .site
+                .call
+                .args
+                .first()
+                .is_some_and(|list| sliced_later(call, list));
+        split || indices || shuffled_then_sliced
+    })
+}
+
+/// `np.random.shuffle(samples)` then `samples[:n]`: the order decides the split.
+fn sliced_later(call: &ScopedCall, list: &Expr) -> bool {
+    let Expr::Name(list) = list else {
+        return false;
+    };
+    let after = span(call.site.statement).end;
+    call.scope.facts.statements.iter().any(|statement| {
+        span(*statement).start >= after && {
+            let mut sliced = false;
+            walk_statement_expressions(statement, &mut |expr| {
+                if let Expr::Subscript(subscript) = expr
+                    && matches!(subscript.slice.as_ref(), Expr::Slice(_))
+                    && matches!(subscript.value.as_ref(), Expr::Name(name) if name.id == list.id)
+                {
+                    sliced = true;
+                }
+            });
+            sliced
+        }
     })
 }
 
