@@ -274,8 +274,10 @@ fn session_broadcast(
     if found.verdict != Verdict::Proven {
         return found;
     }
-    // Several sessions, each initialising its own variables: one broadcast
-    // does not reach the others.
+    // Several sessions that train, each initialising its own variables: one
+    // broadcast does not reach the others. A session that only evaluates or
+    // exports needs none.
+    let train_ops = super::facts::train_op_names(program);
     let sessions = calls
         .iter()
         .filter(|call| {
@@ -284,6 +286,7 @@ fn session_broadcast(
                 Some("tensorflow.Session" | "tensorflow.InteractiveSession")
             )
         })
+        .filter(|session| trains_in(session, calls, &train_ops))
         .count();
     let broadcasts = calls
         .iter()
@@ -333,4 +336,57 @@ fn session_broadcast(
         }
     }
     found
+}
+
+/// Whether the session a call makes (`with tf.Session() as sess:`,
+/// `sess = tf.Session()`) runs a train op.
+fn trains_in(session: &ScopedCall, calls: &[ScopedCall], train_ops: &[String]) -> bool {
+    let bound = session
+        .scope
+        .facts
+        .assignments
+        .iter()
+        .find(|assignment| std::ptr::eq(assignment.statement, session.site.statement))
+        .map(|assignment| assignment.name.clone());
+    let Some(name) = bound else {
+        return true;
+    };
+    // The session's own runs: in its function, inside its `with` block, or
+    // after `sess = ...` and before the name is bound to another session.
+    let made = span(session.site.statement);
+    let rebound = session
+        .scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| {
+            assignment.name == name && span(assignment.statement).start > made.start
+        })
+        .map(|assignment| span(assignment.statement).start)
+        .min()
+        .unwrap_or(usize::MAX);
+    let is_with = matches!(
+        session.site.statement,
+        rustpython_parser::ast::Stmt::With(_)
+    );
+    calls.iter().any(|call| {
+        let at = span(call.site.statement);
+        let inside = if is_with {
+            made.start <= at.start && at.end <= made.end
+        } else {
+            made.end <= at.start && at.start < rebound
+        };
+        std::ptr::eq(call.scope, session.scope)
+            && inside
+            && matches!(call.site.call.func.as_ref(), Expr::Attribute(attribute)
+            if attribute.attr.as_str() == "run"
+                && dotted_name(&attribute.value).as_deref() == Some(name.as_str()))
+            && call.site.call.args.first().is_some_and(|fetches| {
+                let mut runs = false;
+                walk_expression(fetches, &mut |inner| {
+                    runs |= dotted_name(inner).is_some_and(|fetched| train_ops.contains(&fetched));
+                });
+                runs
+            })
+    })
 }
