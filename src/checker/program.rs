@@ -25,6 +25,9 @@ pub struct Program<'a> {
     /// judgement calls (a download made on every rank, a rate scaled for
     /// weak scaling) are theirs, and open rather than wrong.
     pub written_with_horovod: bool,
+    /// The module's calls with their callees, resolved once for every
+    /// invariant (`calls`).
+    pub resolved_calls: std::sync::OnceLock<Vec<ScopedCall<'a, 'a>>>,
 }
 
 /// The original text of a rewritten module and how the rewrite maps onto it.
@@ -36,6 +39,8 @@ pub struct Origin<'a> {
 /// A call with the scope it is made in.
 pub struct ScopedCall<'p, 'a> {
     pub scope: &'p Scope<'a>,
+    /// The scope's index in the module's scopes (0: the top level).
+    pub scope_index: usize,
     pub site: &'p CallSite<'a>,
     /// The canonical name of what is called, when the index resolves it.
     pub callee: Option<String>,
@@ -77,6 +82,7 @@ impl<'a> Program<'a> {
                 generated: Vec::new(),
                 origin: None,
                 written_with_horovod: false,
+                resolved_calls: Default::default(),
             })
             .collect()
     }
@@ -91,12 +97,13 @@ impl<'a> Program<'a> {
             generated: self.generated.clone(),
             origin: None,
             written_with_horovod: self.written_with_horovod,
+            resolved_calls: Default::default(),
         });
         all
     }
 
     /// The statements around a call, outermost first (the call's own last).
-    pub fn enclosing_statements(&self, scope: &Scope<'a>, site: &CallSite<'a>) -> Vec<&'a Stmt> {
+    pub fn enclosing_statements<'s>(&self, scope: &Scope<'s>, site: &CallSite) -> Vec<&'s Stmt> {
         crate::analysis::walk::path_to(scope.body, &span(site.statement)).unwrap_or_default()
     }
 
@@ -118,33 +125,32 @@ impl<'a> Program<'a> {
         self.module.sites.iter().any(|site| site.pattern == pattern)
     }
 
-    /// Every call of the module, in scope order, with its resolved callee.
-    pub fn calls(&self) -> Vec<ScopedCall<'_, 'a>> {
-        self.module
-            .scopes
-            .iter()
-            .flat_map(|scope| {
-                scope.facts.calls.iter().map(move |site| ScopedCall {
-                    scope,
-                    site,
-                    callee: callee_name(
-                        self.analysis.package,
-                        self.module.module,
+    /// Every call of the module, in scope order, with its resolved callee:
+    /// resolved once per program, whichever invariant asks first.
+    pub fn calls(&self) -> &[ScopedCall<'a, 'a>] {
+        let module: &'a ModuleAnalysis<'a> = self.module;
+        let analysis = self.analysis;
+        self.resolved_calls.get_or_init(|| {
+            module
+                .scopes
+                .iter()
+                .enumerate()
+                .flat_map(|(scope_index, scope)| {
+                    scope.facts.calls.iter().map(move |site| ScopedCall {
                         scope,
-                        &site.call.func,
-                    )
-                    .map(|name| library::canonical_name(&name)),
+                        scope_index,
+                        site,
+                        callee: callee_name(
+                            analysis.package,
+                            module.module,
+                            scope,
+                            &site.call.func,
+                        )
+                        .map(|name| library::canonical_name(&name)),
+                    })
                 })
-            })
-            .collect()
-    }
-
-    /// Calls of a Horovod function (`rank`, `DistributedOptimizer`, ...).
-    pub fn horovod_calls(&self, function: &str) -> Vec<ScopedCall<'_, 'a>> {
-        self.calls()
-            .into_iter()
-            .filter(|call| call.horovod_function() == Some(function))
-            .collect()
+                .collect()
+        })
     }
 
     /// Whether any module of the package calls one of these Horovod functions.
@@ -206,22 +212,6 @@ impl<'a> Program<'a> {
             .bindings
             .resolve_raw(&call.func)
             .is_some_and(|name| library::is_horovod(&name)))
-    }
-
-    /// Whether an expression holds a call of a Horovod function.
-    pub fn mentions_horovod_call(&self, scope: &Scope, expr: &Expr) -> bool {
-        let mut found = false;
-        walk_expression(expr, &mut |inner| {
-            if let Expr::Call(call) = inner
-                && scope
-                    .bindings
-                    .resolve_raw(&call.func)
-                    .is_some_and(|name| library::is_horovod(&name))
-            {
-                found = true;
-            }
-        });
-        found
     }
 
     /// Whether an expression calls `hvd.<function>()` somewhere in it.
@@ -287,15 +277,6 @@ impl<'a> Program<'a> {
     /// The module's top-level statements.
     pub fn top_level(&self) -> &'a [Stmt] {
         &self.module.module.body
-    }
-
-    /// The scope whose `def` is this statement, if any.
-    pub fn scope_of_function(&self, function: &Stmt) -> Option<&Scope<'a>> {
-        self.module.scopes.iter().find(|scope| {
-            scope
-                .function
-                .is_some_and(|own| std::ptr::eq(own, function))
-        })
     }
 
     /// The keyword `name` of a call, or its positional argument `index`.

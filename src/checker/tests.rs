@@ -7,15 +7,16 @@ use crate::analysis::package::Package;
 use crate::analysis::training::Analysis;
 use crate::diagnostics::Code;
 
-/// The worst verdict of one invariant on `train.py` (with `other.py` beside
-/// it when given); `Proven` when the invariant has nothing to decide.
-fn verdict_of(code: Code, source: &str, other: Option<&str>) -> Verdict {
+/// The worst verdict of one invariant on `train.py` (with another module
+/// beside it when given: its file name and text); `Proven` when the
+/// invariant has nothing to decide.
+fn verdict_of(code: Code, source: &str, other: Option<(&str, &str)>) -> Verdict {
     let directory = tempfile::tempdir().unwrap();
     std::fs::write(directory.path().join("train.py"), source).unwrap();
     let mut files = vec!["train.py".to_string()];
-    if let Some(other) = other {
-        std::fs::write(directory.path().join("other.py"), other).unwrap();
-        files.push("other.py".to_string());
+    if let Some((name, text)) = other {
+        std::fs::write(directory.path().join(name), text).unwrap();
+        files.push(name.to_string());
     }
     let package = Package::load(directory.path(), &files);
     assert!(package.problems.is_empty(), "{:?}", package.problems);
@@ -32,6 +33,7 @@ fn verdict_of(code: Code, source: &str, other: Option<&str>) -> Verdict {
         generated: std::iter::once(0..source.len()).collect(),
         origin: None,
         written_with_horovod: false,
+        resolved_calls: Default::default(),
     };
     let invariant = ALL
         .iter()
@@ -274,7 +276,11 @@ fn rate_follows_split() {
     let scaled_here = with(HEADER, optimizer);
     let split_there = "import horovod.tensorflow as hvd\nfor step in range(max(1, 100 // hvd.size())):\n    pass\n";
     assert_eq!(
-        verdict_of(RATE_FOLLOWS_SPLIT, &scaled_here, Some(split_there)),
+        verdict_of(
+            RATE_FOLLOWS_SPLIT,
+            &scaled_here,
+            Some(("other.py", split_there))
+        ),
         Verdict::Proven
     );
 }
@@ -557,6 +563,7 @@ fn a_checker_without_an_invariant_lets_its_defect_through() {
         generated: Vec::new(),
         origin: None,
         written_with_horovod: false,
+        resolved_calls: Default::default(),
     };
     let worst = |checker: Checker| {
         checker
@@ -682,40 +689,8 @@ fn real_code_shapes() {
     ];
     let helpers = "import urllib.request\ndef fetch(url):\n    urllib.request.urlretrieve(url, 'data.zip')\ndef load(path):\n    fetch('http://example.invalid/' + path)\n";
     for (code, name, expected, source) in cases {
-        let other = (*code == RANK_ZERO_WRITES).then_some(helpers);
-        let directory = tempfile::tempdir().unwrap();
-        let verdict = if let Some(other) = other {
-            std::fs::write(directory.path().join("helpers.py"), other).unwrap();
-            std::fs::write(directory.path().join("train.py"), source).unwrap();
-            let files = ["train.py".to_string(), "helpers.py".to_string()];
-            let package = Package::load(directory.path(), &files);
-            let analysis = Analysis::new(&package);
-            let module = analysis
-                .modules
-                .iter()
-                .find(|module| module.module.source.relative_path == "train.py")
-                .unwrap();
-            let program = Program {
-                analysis: &analysis,
-                module,
-                text: &module.module.source.text,
-                generated: Vec::new(),
-                origin: None,
-                written_with_horovod: false,
-            };
-            let invariant = ALL
-                .iter()
-                .find(|invariant| invariant.code() == *code)
-                .unwrap();
-            invariant
-                .check(&program)
-                .iter()
-                .map(|decision| decision.verdict)
-                .max()
-                .unwrap_or(Verdict::Proven)
-        } else {
-            verdict_of(*code, source, None)
-        };
+        let other = (*code == RANK_ZERO_WRITES).then_some(("helpers.py", helpers));
+        let verdict = verdict_of(*code, source, other);
         assert_eq!(verdict, *expected, "{} {name}:\n{source}", code.id());
     }
 }

@@ -96,13 +96,9 @@ impl ModuleOutcome {
 
     /// The unified diff of a held-back unsafe rewrite (empty when none).
     pub fn held_back_diff(&self) -> String {
-        let Some(held) = &self.held_back else {
-            return String::new();
-        };
-        if held.cell_changes.is_empty() {
-            crate::report::unified_diff(&self.relative_path, &self.original, &held.rewritten)
-        } else {
-            crate::report::notebook_diff(&self.relative_path, &held.cell_changes)
+        match &self.held_back {
+            None => String::new(),
+            Some(held) => self.diff_to(&held.rewritten, &held.cell_changes),
         }
     }
 
@@ -111,12 +107,15 @@ impl ModuleOutcome {
     pub fn diff(&self) -> String {
         match &self.rewritten {
             None => String::new(),
-            Some(_) if !self.cell_changes.is_empty() => {
-                crate::report::notebook_diff(&self.relative_path, &self.cell_changes)
-            }
-            Some(rewritten) => {
-                crate::report::unified_diff(&self.relative_path, &self.original, rewritten)
-            }
+            Some(rewritten) => self.diff_to(rewritten, &self.cell_changes),
+        }
+    }
+
+    fn diff_to(&self, rewritten: &str, cell_changes: &[CellChange]) -> String {
+        if cell_changes.is_empty() {
+            crate::report::unified_diff(&self.relative_path, &self.original, rewritten)
+        } else {
+            crate::report::notebook_diff(&self.relative_path, cell_changes)
         }
     }
 }

@@ -126,6 +126,7 @@ fn decide(
             .unwrap_or_default(),
         origin,
         written_with_horovod: candidate.uses_horovod,
+        resolved_calls: Default::default(),
     };
     Checker::default()
         .check(&program)
@@ -160,6 +161,7 @@ fn violations_as_written(
         generated: Vec::new(),
         origin: None,
         written_with_horovod: true,
+        resolved_calls: Default::default(),
     };
     Checker::default()
         .check(&program)

@@ -53,7 +53,7 @@ impl Invariant for ApiExists {
                 decisions.push(violation(call.range(), format!("line {line} builds a `tf.keras.optimizers.legacy` optimizer, which the program's TensorFlow 1 (line {tf1_line}) does not have: AttributeError")));
             }
             if call.method() == Some("compile")
-                && let Some(decision) = custom_compile_mismatch(program, &call, line)
+                && let Some(decision) = custom_compile_mismatch(program, call, line)
             {
                 decisions.push(decision);
             }

@@ -51,14 +51,10 @@ impl Invariant for DataDiffers {
         }
         let facts = SplitFacts::of(program);
         let calls = program.calls();
-        let per_rank_seed =
-            calls.iter().find(|call| {
-                is_seeding(call)
-                    && call.site.call.args.iter().any(|argument| {
-                        program.calls_horovod_function(call.scope, argument, "rank")
-                    })
-            });
-        if let (Some(seed), Some(split)) = (per_rank_seed, seeded_split(&calls)) {
+        let per_rank_seed = calls
+            .iter()
+            .find(|call| is_seeding(call) && seeds_by_rank(program, call));
+        if let (Some(seed), Some(split)) = (per_rank_seed, seeded_split(calls)) {
             return vec![Decision::new(
                 DATA_DIFFERS,
                 Verdict::Unknown,
@@ -82,13 +78,9 @@ impl Invariant for DataDiffers {
         let Some(divided) = facts.divisions.first() else {
             return Vec::new();
         };
-        let fixed_seed =
-            calls.iter().find(|call| {
-                is_seeding(call)
-                    && !call.site.call.args.iter().any(|argument| {
-                        program.calls_horovod_function(call.scope, argument, "rank")
-                    })
-            });
+        let fixed_seed = calls
+            .iter()
+            .find(|call| is_seeding(call) && !seeds_by_rank(program, call));
         let line = program.line(divided.start);
         if let Some(cursor) = deterministic_cursor(program) {
             return vec![Decision::new(
@@ -117,7 +109,7 @@ impl Invariant for DataDiffers {
                 DATA_DIFFERS,
                 // A stream of in-memory tensors with nothing random anywhere
                 // in the module is provably the same on every worker.
-                if deterministic_stream(&calls) { Verdict::Violated } else { Verdict::Unknown },
+                if deterministic_stream(calls) { Verdict::Violated } else { Verdict::Unknown },
                 divided.clone(),
                 format!("the steps are divided at line {line}, but nothing the checker sees makes the workers' batches differ (no shard, no shuffle, no per-rank seed or cursor): each may train on the same data"),
             ).with_suggestion("shard the data with `.shard(hvd.size(), hvd.rank())`, shuffle it without a fixed seed, or start each worker's cursor at its rank")],
@@ -281,6 +273,15 @@ fn sliced_later(call: &ScopedCall, list: &Expr) -> bool {
             sliced
         }
     })
+}
+
+/// A seed computed from `hvd.rank()`.
+fn seeds_by_rank(program: &Program, call: &ScopedCall) -> bool {
+    call.site
+        .call
+        .args
+        .iter()
+        .any(|argument| program.calls_horovod_function(call.scope, argument, "rank"))
 }
 
 fn is_seeding(call: &ScopedCall) -> bool {

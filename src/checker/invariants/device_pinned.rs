@@ -47,7 +47,7 @@ impl Invariant for DevicePinned {
         };
         let calls = program.calls();
         let mut decisions = Vec::new();
-        for call in &calls {
+        for call in calls {
             let Some(callee) = call.callee.as_deref() else {
                 continue;
             };

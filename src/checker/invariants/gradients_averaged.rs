@@ -45,14 +45,14 @@ impl Invariant for GradientsAveraged {
         let calls = program.calls();
         let mut decisions = Vec::new();
         if program.has_pattern(TrainingPattern::Keras) {
-            decisions.extend(compiled_optimizers(program, &calls));
+            decisions.extend(compiled_optimizers(program, calls));
         }
         if program.has_pattern(TrainingPattern::GradientTape) {
-            decisions.extend(tapes(program, &calls));
+            decisions.extend(tapes(program, calls));
         }
-        decisions.extend(graph_optimizers(program, &calls));
-        decisions.extend(bypassing_gradients(program, &calls));
-        decisions.extend(optimize_loss(program, &calls));
+        decisions.extend(graph_optimizers(program, calls));
+        decisions.extend(bypassing_gradients(program, calls));
+        decisions.extend(optimize_loss(program, calls));
         decisions
     }
 }

@@ -57,7 +57,7 @@ fn horovod_calls_before_init(program: &Program) -> Vec<Decision> {
         .filter(|init| top_level.facts.call_at(init).is_some());
     let calls: Vec<_> = program
         .calls()
-        .into_iter()
+        .iter()
         .filter(|call| std::ptr::eq(call.scope, top_level))
         .filter(|call| {
             call.horovod_function()

@@ -101,7 +101,7 @@ impl Invariant for RankZeroWrites {
         let calls = program.calls();
         let mut decisions = Vec::new();
         let mut helpers = HelperEffects::default();
-        for call in &calls {
+        for call in calls {
             if program.runs_on_rank_zero_only(call.scope, call.site)
                 || race_is_handled(program, call)
                 || program
@@ -114,7 +114,7 @@ impl Invariant for RankZeroWrites {
             }
             if let Some(decision) = reads_standard_input(program, call)
                 .or_else(|| write(program, call))
-                .or_else(|| download(program, &calls, call))
+                .or_else(|| download(program, calls, call))
                 .or_else(|| helpers.decision(program, call))
             {
                 decisions.push(decision);
@@ -371,12 +371,7 @@ fn race_is_handled(program: &Program, call: &ScopedCall) -> bool {
 
 /// Module level, or the function of a training loop: it runs on every rank.
 fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
-    let scope_index = program
-        .module
-        .scopes
-        .iter()
-        .position(|scope| std::ptr::eq(scope, call.scope))
-        .unwrap_or(0);
+    let scope_index = call.scope_index;
     scope_index == 0
         || program
             .module
@@ -395,14 +390,8 @@ fn saves_a_model(program: &Program, call: &ScopedCall) -> bool {
     let Expr::Name(receiver) = attribute.value.as_ref() else {
         return false;
     };
-    let scope_index = program
-        .module
-        .scopes
-        .iter()
-        .position(|scope| std::ptr::eq(scope, call.scope))
-        .unwrap_or(0);
     matches!(attribute.attr.as_str(), "save" | "save_weights")
-        && [scope_index, 0].iter().any(|index| {
+        && [call.scope_index, 0].iter().any(|index| {
             program
                 .module
                 .models
@@ -462,9 +451,9 @@ fn path_depends_on_rank(program: &Program, call: &ScopedCall) -> bool {
     if parameters.is_empty() || call.scope.function.is_none() {
         return false;
     }
-    let callers: Vec<ScopedCall> = program
+    let callers: Vec<&ScopedCall> = program
         .calls()
-        .into_iter()
+        .iter()
         .filter(|caller| matches!(caller.site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == call.scope.name()))
         .collect();
     !callers.is_empty()

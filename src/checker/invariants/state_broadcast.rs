@@ -60,16 +60,16 @@ impl Invariant for StateBroadcast {
             let line = program.line(site.range.start);
             let scope = &program.module.scopes[site.scope];
             let decision = match site.pattern {
-                TrainingPattern::Keras => match fit_call(&calls, scope, &site.range) {
+                TrainingPattern::Keras => match fit_call(calls, scope, &site.range) {
                     Some(fit) if matches!(fit.method(), Some("fit" | "fit_generator")) => {
                         fit_broadcast(program, fit, line)
                     }
-                    _ => anywhere(program, &calls, site.range.clone(), line),
+                    _ => anywhere(program, calls, site.range.clone(), line),
                 },
                 TrainingPattern::Session => {
-                    session_broadcast(program, &calls, site.range.clone(), line)
+                    session_broadcast(program, calls, site.range.clone(), line)
                 }
-                _ => anywhere(program, &calls, site.range.clone(), line),
+                _ => anywhere(program, calls, site.range.clone(), line),
             };
             decisions.push(decision);
         }
