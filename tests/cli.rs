@@ -298,3 +298,103 @@ fn shipped_demo_is_the_current_rewrite_of_the_example() {
         );
     }
 }
+
+/// An unsafe rewrite (the checker cannot show the sharded stream is split by
+/// its whole `take`) is held back by default: `check` and `diff` say so and
+/// count it, `fix` leaves the file; `--unsafe-fixes` or `unsafe-fixes: true`
+/// applies it; JSON carries its applicability.
+#[test]
+fn unsafe_rewrites_are_held_back_unless_asked_for() {
+    let scratch = scratch_copy("tape_basic");
+    let train = scratch.path().join("train.py");
+    let original = std::fs::read_to_string(&train).unwrap();
+
+    let check = distribute(&["check", "--root", ".", "--no-cache"], scratch.path());
+    assert!(
+        check.stdout.contains("DST304 [warning]"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("train.py: has an unsafe rewrite"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check
+            .stdout
+            .contains("1 unsafe rewrite hidden: it can be enabled with `--unsafe-fixes`"),
+        "{}",
+        check.stdout
+    );
+    assert_eq!(
+        check.code, 0,
+        "nothing applicable is pending and no error: {}",
+        check.stdout
+    );
+
+    let diff = distribute(&["diff", "--root", ".", "--no-cache"], scratch.path());
+    assert!(!diff.stdout.contains("+++ b/train.py"), "{}", diff.stdout);
+    let shown = distribute(
+        &["diff", "--root", ".", "--no-cache", "--unsafe-fixes"],
+        scratch.path(),
+    );
+    assert!(shown.stdout.contains("+++ b/train.py"), "{}", shown.stdout);
+    assert_eq!(shown.code, 1);
+
+    let json = distribute(
+        &["check", "--root", ".", "--no-cache", "--format", "json"],
+        scratch.path(),
+    );
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let module = &report["modules"][0];
+    assert_eq!(module["applicability"], "unsafe");
+    assert_eq!(module["held_back"], true);
+    assert_eq!(module["changed"], false);
+
+    let fix = distribute(&["fix", "--root", ".", "--no-cache"], scratch.path());
+    assert_eq!(
+        std::fs::read_to_string(&train).unwrap(),
+        original,
+        "{}",
+        fix.stdout
+    );
+    std::fs::write(
+        scratch.path().join(".distribute.yml"),
+        "unsafe-fixes: true\n",
+    )
+    .unwrap();
+    let fix = distribute(&["fix", "--root", ".", "--no-cache"], scratch.path());
+    assert_eq!(fix.code, 1, "{}", fix.stdout);
+    assert!(
+        std::fs::read_to_string(&train)
+            .unwrap()
+            .contains("hvd.DistributedGradientTape")
+    );
+}
+
+/// A rewrite the checker shows wrong is withdrawn: an error names the
+/// violation and nothing is written, even with `--unsafe-fixes`.
+#[test]
+fn withdrawn_rewrites_are_never_written() {
+    let scratch = scratch_copy("diag_tensorflow_bound_without_import");
+    let train = scratch.path().join("train.py");
+    let original = std::fs::read_to_string(&train).unwrap();
+    let fix = distribute(
+        &["fix", "--root", ".", "--no-cache", "--unsafe-fixes"],
+        scratch.path(),
+    );
+    assert!(fix.stdout.contains("DST301 [error]"), "{}", fix.stdout);
+    assert!(
+        fix.stdout
+            .contains("the rewrite of this module was withdrawn"),
+        "{}",
+        fix.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&train).unwrap(), original);
+    assert_eq!(
+        fix.code, 1,
+        "an error diagnostic fails the run: {}",
+        fix.stdout
+    );
+}

@@ -687,6 +687,35 @@ fn real_code_shapes() {
             ),
         ),
     ];
+    let graph = "x = tf.Variable(1.0)\ntrain_op = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1)).minimize(x * x)\n";
+    let trains = "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n    sess.run(hvd.broadcast_global_variables(0))\n    for step in range(max(1, 10 // hvd.size())):\n        sess.run(train_op)\n";
+    let sessions: &[(&str, Verdict, String)] = &[
+        (
+            "a second session that only evaluates",
+            Verdict::Proven,
+            with(
+                HEADER,
+                &format!("{graph}{trains}with tf.Session() as check:\n    print(check.run(x))\n"),
+            ),
+        ),
+        (
+            "a second session that trains without a broadcast",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                &format!(
+                    "{graph}{trains}with tf.Session() as again:\n    again.run(tf.global_variables_initializer())\n    again.run(train_op)\n"
+                ),
+            ),
+        ),
+    ];
+    for (name, expected, source) in sessions {
+        assert_eq!(
+            verdict_of(STATE_BROADCAST, source, None),
+            *expected,
+            "DST303 {name}:\n{source}"
+        );
+    }
     let helpers = "import urllib.request\ndef fetch(url):\n    urllib.request.urlretrieve(url, 'data.zip')\ndef load(path):\n    fetch('http://example.invalid/' + path)\n";
     for (code, name, expected, source) in cases {
         let other = (*code == RANK_ZERO_WRITES).then_some(("helpers.py", helpers));
