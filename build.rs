@@ -23,7 +23,7 @@ fn hash_tree(path: &Path, hasher: &mut std::collections::hash_map::DefaultHasher
 
 fn main() {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for input in ["src", "Cargo.toml", "Cargo.lock", "build.rs"] {
+    for input in ["src", "catalogue", "Cargo.toml", "Cargo.lock", "build.rs"] {
         println!("cargo:rerun-if-changed={input}");
         let path = Path::new(input);
         if path.is_dir() {
@@ -33,9 +33,38 @@ fn main() {
             hasher.write(&bytes);
         }
     }
+    embed_catalogue();
     println!(
         "cargo:rustc-env=DISTRIBUTE_BUILD_ID={}-{:016x}",
         env!("CARGO_PKG_VERSION"),
         hasher.finish()
     );
+}
+
+/// Writes `catalogue_files.rs`: every `catalogue/*.yml` as `(file name, text)`,
+/// so that adding a library is adding a data file.
+fn embed_catalogue() {
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue");
+    let mut files: Vec<_> = std::fs::read_dir(&directory)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|extension| extension == "yml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut code = String::from("&[\n");
+    for file in files {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        code.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            file.display().to_string()
+        ));
+    }
+    code.push_str("]\n");
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    std::fs::write(Path::new(&out).join("catalogue_files.rs"), code)
+        .expect("writing the embedded catalogue list");
 }

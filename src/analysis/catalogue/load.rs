@@ -1,0 +1,439 @@
+//! Reading catalogue files and the `library:` key of `.distribute.yml`:
+//! typed, so that a misspelt effect or option is an error naming its file
+//! and line.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::{
+    Argument, Catalogue, Condition, ConditionTest, Effect, Entry, NameKind, NameRule, Origin,
+    ShardLevel,
+};
+
+/// Every `catalogue/*.yml`, embedded by the build script.
+const FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/catalogue_files.rs"));
+
+/// A catalogue file or user entry that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {message}", .line.map(|line| format!(":{line}")).unwrap_or_default())]
+pub struct CatalogueError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// One catalogue file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileText {
+    /// The library family the file describes (`filesystem`, `pil`).
+    #[allow(dead_code)]
+    family: String,
+    #[serde(default)]
+    calls: BTreeMap<String, EntryText>,
+    #[serde(default)]
+    names: Vec<NameText>,
+}
+
+/// The `library:` key of `.distribute.yml`: the same `calls` and `names`
+/// as a catalogue file, which override and extend the built-in ones.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserEntries {
+    #[serde(default)]
+    calls: BTreeMap<String, EntryText>,
+    #[serde(default)]
+    names: Vec<NameText>,
+    /// The configuration file, for origins and errors (set after reading).
+    #[serde(skip)]
+    file: String,
+    #[serde(skip)]
+    text: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct EntryText {
+    writes: Option<WritesText>,
+    reads: Option<PathText>,
+    downloads: Option<DownloadsText>,
+    fetches: Option<bool>,
+    creates_directory: Option<DirectoryText>,
+    removes: Option<RemovesText>,
+    temporary_path: Option<bool>,
+    seeds: Option<bool>,
+    data_source: Option<DataSourceText>,
+    initialises_variables: Option<bool>,
+    saves_checkpoint: Option<bool>,
+    restores_checkpoint: Option<bool>,
+    summary_op: Option<bool>,
+    writes_summary: Option<bool>,
+    /// The type of the value returned (`PIL.Image.Image`).
+    returns: Option<String>,
+}
+
+/// `0`, `path`, or `{position: 0, keyword: path}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum ArgumentText {
+    Position(usize),
+    Keyword(String),
+    Both {
+        position: Option<usize>,
+        keyword: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathText {
+    path: Option<ArgumentText>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WritesText {
+    path: Option<ArgumentText>,
+    when: Option<ConditionText>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct DownloadsText {
+    to: Option<ArgumentText>,
+    extracts_when: Option<ConditionText>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct DirectoryText {
+    path: Option<ArgumentText>,
+    race_free_when: Option<ConditionText>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemovesText {
+    path: Option<ArgumentText>,
+    #[serde(default)]
+    tree: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DataSourceText {
+    level: ShardLevelText,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ShardLevelText {
+    Files,
+    Records,
+    Examples,
+    Series,
+}
+
+/// `{keyword: exist_ok, position: 2, truthy: true}` or `{..., contains-any: "wax"}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ConditionText {
+    position: Option<usize>,
+    keyword: Option<String>,
+    truthy: Option<bool>,
+    contains_any: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct NameText {
+    word: String,
+    applies_to: NameKindText,
+    effect: NameEffectText,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum NameKindText {
+    Functions,
+    Methods,
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum NameEffectText {
+    Writes,
+    Downloads,
+    CreatesDirectory,
+    Removes,
+}
+
+/// Reads every embedded catalogue file.
+pub(super) fn builtin() -> Result<Catalogue, CatalogueError> {
+    let mut catalogue = Catalogue::default();
+    for (file, text) in FILES {
+        read_file(&mut catalogue, &format!("catalogue/{file}"), text)?;
+    }
+    Ok(catalogue)
+}
+
+/// Reads one catalogue file into `catalogue` (later entries win).
+pub(super) fn read_file(
+    catalogue: &mut Catalogue,
+    file: &str,
+    text: &str,
+) -> Result<(), CatalogueError> {
+    let parsed: FileText = serde_yaml::from_str(text).map_err(|yaml| CatalogueError {
+        file: file.to_string(),
+        line: yaml.location().map(|at| at.line()),
+        message: yaml.to_string(),
+    })?;
+    let source = Source { file, text };
+    add_entries(catalogue, &source, &parsed.calls, &parsed.names)
+}
+
+/// The text entries came from, for origins and errors.
+struct Source<'t> {
+    file: &'t str,
+    text: &'t str,
+}
+
+impl Source<'_> {
+    /// The line where a key is written: serde does not say where a value was.
+    fn line_of(&self, key: &str) -> usize {
+        self.text
+            .lines()
+            .position(|line| {
+                let line = line.trim_start().trim_start_matches(['"', '\'', '-', ' ']);
+                line.strip_prefix(key)
+                    .is_some_and(|rest| rest.trim_start_matches(['"', '\'']).starts_with(':'))
+            })
+            .map_or(1, |index| index + 1)
+    }
+
+    fn error(&self, key: &str, message: String) -> CatalogueError {
+        CatalogueError {
+            file: self.file.to_string(),
+            line: Some(self.line_of(key)),
+            message,
+        }
+    }
+}
+
+fn add_entries(
+    catalogue: &mut Catalogue,
+    source: &Source,
+    calls: &BTreeMap<String, EntryText>,
+    names: &[NameText],
+) -> Result<(), CatalogueError> {
+    for (name, text) in calls {
+        let valid_name = !name.is_empty()
+            && name.split('.').all(|segment| {
+                segment == "*"
+                    || segment == "<builtin>"
+                    || segment
+                        .chars()
+                        .all(|character| character.is_alphanumeric() || character == '_')
+                        && !segment.is_empty()
+            });
+        if !valid_name {
+            return Err(source.error(
+                name,
+                format!(
+                    "`{name}` is not a dotted name (`module.function`, `Type.method`, `*.method`)"
+                ),
+            ));
+        }
+        let effects =
+            effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
+        if effects.is_empty() && text.returns.is_none() {
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, or returns)")));
+        }
+        let origin = Origin {
+            file: source.file.to_string(),
+            line: source.line_of(name),
+        };
+        let entry = Entry {
+            effects,
+            returns: text.returns.clone(),
+            origin,
+        };
+        catalogue.insert(name.clone(), entry);
+    }
+    for name in names {
+        if name.word.is_empty() {
+            return Err(source.error("word", "names: an empty `word` matches every name".into()));
+        }
+        let rule = NameRule {
+            word: name.word.clone(),
+            applies_to: match name.applies_to {
+                NameKindText::Functions => NameKind::Functions,
+                NameKindText::Methods => NameKind::Methods,
+                NameKindText::Both => NameKind::Both,
+            },
+            effect: match name.effect {
+                NameEffectText::Writes => Effect::Writes {
+                    path: None,
+                    when: None,
+                },
+                NameEffectText::Downloads => Effect::Downloads {
+                    to: None,
+                    extracts_when: None,
+                },
+                NameEffectText::CreatesDirectory => Effect::CreatesDirectory {
+                    path: None,
+                    race_free_when: None,
+                },
+                NameEffectText::Removes => Effect::Removes {
+                    path: None,
+                    tree: false,
+                },
+            },
+        };
+        catalogue
+            .names
+            .retain(|existing| existing.word != rule.word);
+        catalogue.names.insert(0, rule);
+    }
+    Ok(())
+}
+
+fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
+    let mut effects = Vec::new();
+    if let Some(writes) = &text.writes {
+        effects.push(Effect::Writes {
+            path: argument(writes.path.as_ref())?,
+            when: condition(writes.when.as_ref())?,
+        });
+    }
+    if let Some(reads) = &text.reads {
+        effects.push(Effect::Reads {
+            path: argument(reads.path.as_ref())?,
+        });
+    }
+    if let Some(downloads) = &text.downloads {
+        effects.push(Effect::Downloads {
+            to: argument(downloads.to.as_ref())?,
+            extracts_when: condition(downloads.extracts_when.as_ref())?,
+        });
+    }
+    if let Some(directory) = &text.creates_directory {
+        effects.push(Effect::CreatesDirectory {
+            path: argument(directory.path.as_ref())?,
+            race_free_when: condition(directory.race_free_when.as_ref())?,
+        });
+    }
+    if let Some(removes) = &text.removes {
+        effects.push(Effect::Removes {
+            path: argument(removes.path.as_ref())?,
+            tree: removes.tree,
+        });
+    }
+    if let Some(source) = &text.data_source {
+        let level = match source.level {
+            ShardLevelText::Files => ShardLevel::Files,
+            ShardLevelText::Records => ShardLevel::Records,
+            ShardLevelText::Examples => ShardLevel::Examples,
+            ShardLevelText::Series => ShardLevel::Series,
+        };
+        effects.push(Effect::DataSource { level });
+    }
+    let flags = [
+        (text.fetches, Effect::Fetches),
+        (text.temporary_path, Effect::TemporaryPath),
+        (text.seeds, Effect::Seeds),
+        (text.initialises_variables, Effect::InitialisesVariables),
+        (text.saves_checkpoint, Effect::SavesCheckpoint),
+        (text.restores_checkpoint, Effect::RestoresCheckpoint),
+        (text.summary_op, Effect::SummaryOp),
+        (text.writes_summary, Effect::WritesSummary),
+    ];
+    effects.extend(
+        flags
+            .into_iter()
+            .filter(|(flag, _)| *flag == Some(true))
+            .map(|(_, effect)| effect),
+    );
+    Ok(effects)
+}
+
+fn argument(text: Option<&ArgumentText>) -> Result<Option<Argument>, String> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let argument = match text {
+        ArgumentText::Position(position) => Argument {
+            position: Some(*position),
+            keyword: None,
+        },
+        ArgumentText::Keyword(keyword) => Argument {
+            position: None,
+            keyword: Some(keyword.clone()),
+        },
+        ArgumentText::Both { position, keyword } => Argument {
+            position: *position,
+            keyword: keyword.clone(),
+        },
+    };
+    if argument.position.is_none() && argument.keyword.is_none() {
+        return Err("an argument needs a `position` or a `keyword`".into());
+    }
+    Ok(Some(argument))
+}
+
+fn condition(text: Option<&ConditionText>) -> Result<Option<Condition>, String> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    if text.position.is_none() && text.keyword.is_none() {
+        return Err(
+            "a condition needs the `position` or `keyword` of the argument it tests".into(),
+        );
+    }
+    let test = match (&text.truthy, &text.contains_any) {
+        (Some(true), None) => ConditionTest::Truthy,
+        (None, Some(characters)) if !characters.is_empty() => {
+            ConditionTest::ContainsAny(characters.clone())
+        }
+        _ => {
+            return Err(
+                "a condition tests `truthy: true` or `contains-any: \"...\"` (one of them)".into(),
+            );
+        }
+    };
+    Ok(Some(Condition {
+        argument: Argument {
+            position: text.position,
+            keyword: text.keyword.clone(),
+        },
+        test,
+    }))
+}
+
+impl UserEntries {
+    /// Checks the entries and keeps where they were written, for errors
+    /// and origins.
+    pub fn checked(mut self, file: &str, text: &str) -> Result<UserEntries, CatalogueError> {
+        self.file = file.to_string();
+        self.text = text.to_string();
+        let mut scratch = Catalogue::default();
+        let source = Source { file, text };
+        add_entries(&mut scratch, &source, &self.calls, &self.names)?;
+        Ok(self)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.names.is_empty()
+    }
+
+    pub(super) fn apply_to(&self, catalogue: &mut Catalogue) {
+        let source = Source {
+            file: &self.file,
+            text: &self.text,
+        };
+        // Checked when read: no error is left here.
+        let _ = add_entries(catalogue, &source, &self.calls, &self.names);
+    }
+}

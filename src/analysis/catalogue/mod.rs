@@ -1,0 +1,348 @@
+//! What library calls do, as data: the catalogue of `catalogue/*.yml` (one
+//! file per library family, embedded in the binary) extended by the
+//! `library:` entries of `.distribute.yml`. Rules, the checker and the
+//! effect summaries of the package's own functions ask it whether a call
+//! writes, reads, downloads, creates or removes a path, returns a
+//! per-process path, seeds randomness, is a data source, saves a
+//! checkpoint or writes a summary. `catalogue/README.md` documents the format.
+
+mod load;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use rustpython_parser::ast::{self, Constant, Expr};
+
+pub use load::{CatalogueError, UserEntries};
+
+/// Where an argument is: by position, by keyword, or both.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Argument {
+    pub position: Option<usize>,
+    pub keyword: Option<String>,
+}
+
+impl Argument {
+    /// The expression a call passes for this argument.
+    pub fn of<'c>(&self, call: &'c ast::ExprCall) -> Option<&'c Expr> {
+        if let Some(keyword) = &self.keyword
+            && let Some(found) = call
+                .keywords
+                .iter()
+                .find(|given| given.arg.as_deref() == Some(keyword.as_str()))
+        {
+            return Some(&found.value);
+        }
+        let position = self.position?;
+        // Arguments after a `*args` cannot be placed.
+        let args = &call.args[..];
+        if args
+            .iter()
+            .take(position + 1)
+            .any(|arg| matches!(arg, Expr::Starred(_)))
+        {
+            return None;
+        }
+        args.get(position)
+    }
+}
+
+/// A test of one argument, deciding whether an effect happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    pub argument: Argument,
+    pub test: ConditionTest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConditionTest {
+    /// Passed and not a false constant (`exist_ok=True`, `extract=True`).
+    Truthy,
+    /// A string constant containing one of these characters (`mode="w"`).
+    ContainsAny(String),
+}
+
+/// How sure the condition is for a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Certainty {
+    Holds,
+    Fails,
+    /// Passed as something the analysis cannot read.
+    Unknown,
+}
+
+impl Condition {
+    pub fn on(&self, call: &ast::ExprCall) -> Certainty {
+        let Some(value) = self.argument.of(call) else {
+            return Certainty::Fails;
+        };
+        let Expr::Constant(constant) = value else {
+            return Certainty::Unknown;
+        };
+        let holds = match (&self.test, &constant.value) {
+            (ConditionTest::Truthy, Constant::Bool(flag)) => *flag,
+            (ConditionTest::Truthy, Constant::None) => false,
+            (ConditionTest::Truthy, Constant::Int(number)) => number.to_string() != "0",
+            (ConditionTest::Truthy, _) => true,
+            (ConditionTest::ContainsAny(characters), Constant::Str(text)) => {
+                text.contains(|character| characters.contains(character))
+            }
+            (ConditionTest::ContainsAny(_), _) => return Certainty::Unknown,
+        };
+        if holds {
+            Certainty::Holds
+        } else {
+            Certainty::Fails
+        }
+    }
+}
+
+/// At what level sharding a data source is correct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardLevel {
+    /// Shard the list of files before reading them.
+    Files,
+    /// Records of a file format, before parsing.
+    Records,
+    /// Examples, each one whole.
+    Examples,
+    /// A raw series that must be windowed before it is split.
+    Series,
+}
+
+/// One effect of a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Writes the path in `path`; only when `when` holds, if given.
+    Writes {
+        path: Option<Argument>,
+        when: Option<Condition>,
+    },
+    Reads {
+        path: Option<Argument>,
+    },
+    /// Downloads into a place every process shares; `extracts_when`: the
+    /// call unpacks the archive again, even when it is cached.
+    Downloads {
+        to: Option<Argument>,
+        extracts_when: Option<Condition>,
+    },
+    /// Reads from the network and writes nothing itself.
+    Fetches,
+    /// Creates a directory; `race_free_when`: an argument that makes a
+    /// directory already there no error (`exist_ok=True`).
+    CreatesDirectory {
+        path: Option<Argument>,
+        race_free_when: Option<Condition>,
+    },
+    Removes {
+        path: Option<Argument>,
+        tree: bool,
+    },
+    /// Returns a path that differs in every process.
+    TemporaryPath,
+    Seeds,
+    DataSource {
+        level: ShardLevel,
+    },
+    InitialisesVariables,
+    SavesCheckpoint,
+    RestoresCheckpoint,
+    /// Builds a summary op of a TF1 graph (computed by every rank).
+    SummaryOp,
+    WritesSummary,
+}
+
+impl Effect {
+    /// Whether the effect touches storage every process shares.
+    pub fn changes_storage(&self) -> bool {
+        matches!(
+            self,
+            Effect::Writes { .. }
+                | Effect::Downloads { .. }
+                | Effect::CreatesDirectory { .. }
+                | Effect::Removes { .. }
+                | Effect::SavesCheckpoint
+                | Effect::WritesSummary
+        )
+    }
+
+    /// A few words for messages: "writes", "downloads", ...
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Effect::Writes { .. } => "writes",
+            Effect::Reads { .. } => "reads",
+            Effect::Downloads { .. } => "downloads",
+            Effect::Fetches => "fetches",
+            Effect::CreatesDirectory { .. } => "creates a directory",
+            Effect::Removes { .. } => "removes",
+            Effect::TemporaryPath => "returns a per-process path",
+            Effect::Seeds => "seeds randomness",
+            Effect::DataSource { .. } => "produces data",
+            Effect::InitialisesVariables => "initialises variables",
+            Effect::SavesCheckpoint => "saves a checkpoint",
+            Effect::RestoresCheckpoint => "restores a checkpoint",
+            Effect::SummaryOp => "builds a summary op",
+            Effect::WritesSummary => "writes a summary",
+        }
+    }
+}
+
+/// Where an entry was written: a catalogue file or `.distribute.yml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: String,
+    pub line: usize,
+}
+
+/// What the catalogue says of one callable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub effects: Vec<Effect>,
+    /// The type of what it returns, when methods on it are catalogued.
+    pub returns: Option<String>,
+    pub origin: Origin,
+}
+
+impl Entry {
+    pub fn has(&self, wanted: impl Fn(&Effect) -> bool) -> bool {
+        self.effects.iter().any(wanted)
+    }
+
+    pub fn find(&self, wanted: impl Fn(&Effect) -> bool) -> Option<&Effect> {
+        self.effects.iter().find(|effect| wanted(effect))
+    }
+}
+
+/// What an unknown call's name says it does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NameRule {
+    /// Matches a name equal to this, or starting with it followed by `_`
+    /// or an upper-case letter (`save`, `save_plot`, `saveModel`).
+    pub word: String,
+    pub applies_to: NameKind,
+    pub effect: Effect,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameKind {
+    Functions,
+    Methods,
+    Both,
+}
+
+impl NameRule {
+    pub fn matches(&self, name: &str, is_method: bool) -> bool {
+        let kind = match self.applies_to {
+            NameKind::Functions => !is_method,
+            NameKind::Methods => is_method,
+            NameKind::Both => true,
+        };
+        let lower = name.trim_start_matches('_');
+        kind && (lower == self.word
+            || lower.strip_prefix(self.word.as_str()).is_some_and(|rest| {
+                rest.starts_with('_') || rest.starts_with(|c: char| c.is_ascii_uppercase())
+            }))
+    }
+}
+
+/// The catalogue: callables by dotted name (a `*` stands for one segment),
+/// methods of catalogued types as `Type.method`, and what unknown names say.
+#[derive(Debug, Clone, Default)]
+pub struct Catalogue {
+    entries: HashMap<String, Entry>,
+    /// Names with a `*` segment, in the order written.
+    patterns: Vec<(Vec<String>, Entry)>,
+    /// `method` -> entry, for a method whatever its receiver.
+    any_receiver: HashMap<String, Entry>,
+    names: Vec<NameRule>,
+}
+
+impl Catalogue {
+    /// The catalogue shipped with the tool.
+    pub fn builtin() -> &'static Catalogue {
+        static BUILTIN: OnceLock<Catalogue> = OnceLock::new();
+        BUILTIN.get_or_init(|| {
+            load::builtin().unwrap_or_else(|error| {
+                // The shipped files are checked by the test suite.
+                panic!("the embedded catalogue is invalid: {error}")
+            })
+        })
+    }
+
+    /// The built-in catalogue with the user's entries on top (they win).
+    pub fn extended(user: &UserEntries) -> Catalogue {
+        let mut catalogue = Catalogue::builtin().clone();
+        user.apply_to(&mut catalogue);
+        catalogue
+    }
+
+    /// The entry of a resolved callable: the name as resolved, then in the
+    /// canonical spelling (`keras.x` is `tensorflow.keras.x`).
+    pub fn call(&self, resolved: &str) -> Option<&Entry> {
+        self.exact_or_pattern(resolved).or_else(|| {
+            let canonical = crate::analysis::library::canonical_name(resolved);
+            (canonical != resolved)
+                .then(|| self.exact_or_pattern(&canonical))
+                .flatten()
+        })
+    }
+
+    fn exact_or_pattern(&self, name: &str) -> Option<&Entry> {
+        if let Some(entry) = self.entries.get(name) {
+            return Some(entry);
+        }
+        let segments: Vec<&str> = name.split('.').collect();
+        self.patterns
+            .iter()
+            .find(|(pattern, _)| {
+                pattern.len() == segments.len()
+                    && pattern
+                        .iter()
+                        .zip(&segments)
+                        .all(|(want, have)| want == "*" || want == have)
+            })
+            .map(|(_, entry)| entry)
+    }
+
+    /// A method called on a receiver of a catalogued type, or on any
+    /// receiver when the method is catalogued for every receiver.
+    pub fn method(&self, receiver_type: Option<&str>, method: &str) -> Option<&Entry> {
+        receiver_type
+            .and_then(|receiver| self.call(&format!("{receiver}.{method}")))
+            .or_else(|| self.any_receiver.get(method))
+    }
+
+    /// What an unknown call's name says it does, if anything.
+    pub fn by_name(&self, name: &str, is_method: bool) -> Option<&NameRule> {
+        self.names.iter().find(|rule| rule.matches(name, is_method))
+    }
+
+    /// Every callable with an effect matching `wanted`, for documentation
+    /// and tests.
+    pub fn names_with(&self, wanted: impl Fn(&Effect) -> bool) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.has(&wanted))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    fn insert(&mut self, name: String, entry: Entry) {
+        if let Some(method) = name.strip_prefix("*.") {
+            self.any_receiver.insert(method.to_string(), entry);
+        } else if name.split('.').any(|segment| segment == "*") {
+            let segments: Vec<String> = name.split('.').map(str::to_string).collect();
+            self.patterns.retain(|(existing, _)| *existing != segments);
+            // User entries are inserted last and must win: first match wins.
+            self.patterns.insert(0, (segments, entry));
+        } else {
+            self.entries.insert(name, entry);
+        }
+    }
+}
