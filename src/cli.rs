@@ -37,6 +37,29 @@ pub enum Command {
     /// Act on a pull request from a GitHub Actions job (the Action runs this): review
     /// suggestions and a summary comment, or a pull request with the rewrite.
     Github(GithubArguments),
+    /// Print what the analyses find in the package, as JSON.
+    Analyze(AnalyzeArguments),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AnalyzeArguments {
+    #[command(subcommand)]
+    pub command: AnalyzeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AnalyzeCommand {
+    /// The call graph: each module and function mapped to the functions it may call.
+    Calls(CallsOptions),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CallsOptions {
+    /// Files or directories whose modules and functions are printed (default: all).
+    pub paths: Vec<PathBuf>,
+    /// Package root, whose files are all analysed. Default: as for `check`.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -137,6 +160,9 @@ pub fn run(arguments: Arguments) -> Result<i32> {
                 use_cache: !github.no_cache,
             });
         }
+        Command::Analyze(analyze) => match &analyze.command {
+            AnalyzeCommand::Calls(options) => return print_call_graph(options),
+        },
     };
     let request = build_request(options)?;
     let root = request.root.clone();
@@ -217,7 +243,7 @@ fn build_request(options: &Options) -> Result<RunRequest> {
             bail!("{}: no such file or directory", path.display());
         }
     }
-    let root = package_root(options, &current)?;
+    let root = package_root(options.root.as_deref(), &options.paths, &current)?;
     let config = Config::load(
         &root,
         options.config.as_deref(),
@@ -242,11 +268,11 @@ fn build_request(options: &Options) -> Result<RunRequest> {
 
 /// `--root`, or the git top level of the first path (or of the current
 /// directory), else that directory; canonical, and a directory.
-fn package_root(options: &Options, current: &Path) -> Result<PathBuf> {
-    let root = match &options.root {
-        Some(root) => root.clone(),
+fn package_root(root: Option<&Path>, paths: &[PathBuf], current: &Path) -> Result<PathBuf> {
+    let root = match root {
+        Some(root) => root.to_path_buf(),
         None => {
-            let start = options.paths.first().map_or(current.to_path_buf(), |path| {
+            let start = paths.first().map_or(current.to_path_buf(), |path| {
                 let absolute = current.join(path);
                 if absolute.is_dir() {
                     absolute
@@ -266,6 +292,51 @@ fn package_root(options: &Options, current: &Path) -> Result<PathBuf> {
         bail!("{}: the package root must be a directory", root.display());
     }
     Ok(root)
+}
+
+/// `analyze calls`: the call graph as JSON on stdout, files that could not
+/// be read or parsed on stderr (exit 2; the other files are still analysed).
+fn print_call_graph(options: &CallsOptions) -> Result<i32> {
+    use crate::analysis::call_graph::{CallGraph, load_package};
+    let current = std::env::current_dir().context("reading the current directory")?;
+    for path in &options.paths {
+        if !path.exists() {
+            bail!("{}: no such file or directory", path.display());
+        }
+    }
+    let root = package_root(options.root.as_deref(), &options.paths, &current)?;
+    let (files, mut problems) = discover_python_files(&root);
+    let package = load_package(&root, &files);
+    problems.extend(package.problems.iter().cloned());
+    let mut graph = CallGraph::build(&package);
+    if !options.paths.is_empty()
+        && let Some(selected) = python_files_of_paths(&options.paths, &current, &root)?
+    {
+        let modules = package
+            .modules
+            .iter()
+            .filter(|module| selected.contains(&module.source.relative_path))
+            .map(|module| module.name.clone())
+            .collect();
+        graph = graph.restricted_to(&modules);
+    }
+    let json = serde_json::to_string_pretty(&graph.to_json())?;
+    print_ignoring_broken_pipe(&format!("{json}\n"));
+    for problem in &problems {
+        let place = match problem.location() {
+            Some(at) => format!("{}:{}:{}", problem.relative_path, at.line, at.column),
+            None => problem.relative_path.clone(),
+        };
+        eprintln!(
+            "{place}: {}: {}",
+            problem.severity().name(),
+            problem.message()
+        );
+    }
+    let failed = problems
+        .iter()
+        .any(|problem| problem.severity() == Severity::Error);
+    Ok(if failed { 2 } else { 0 })
 }
 
 /// The Python files the given paths name, relative to the root: each `.py`

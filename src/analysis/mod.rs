@@ -2,6 +2,7 @@
 //! training-loop summaries and the training API pattern of each module.
 
 pub mod bindings;
+pub mod call_graph;
 pub mod catalogue;
 pub mod import_lines;
 pub mod index;
