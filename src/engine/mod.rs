@@ -255,7 +255,7 @@ fn analyse_and_rewrite(
         shard_datasets: request.config.shard_datasets,
         warmup_epochs: request.config.warmup_epochs,
     };
-    let analysis = Analysis::new(&package);
+    let analysis = Analysis::with_catalogue(&package, request.config.library.clone());
     let scope = request.scope.as_ref().map(|scope| {
         if request.expand_scope_to_dependents {
             expand_to_dependents(&analysis, scope)

@@ -44,7 +44,7 @@ pub fn judge_rewrites(
 ) -> Vec<ModuleOutcome> {
     if candidates.iter().any(Candidate::is_checked) {
         let package = package_as_rewritten(analysis.package, &candidates);
-        let checked = Analysis::new(&package);
+        let checked = Analysis::with_catalogue(&package, analysis.catalogue.clone());
         for candidate in candidates
             .iter_mut()
             .filter(|candidate| candidate.is_checked())

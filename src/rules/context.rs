@@ -94,6 +94,40 @@ impl<'a> RewriteContext<'a> {
         callee_name(self.analysis.package, self.module.module, scope, func)
     }
 
+    /// What a call of `scope` does, by the catalogue of library behaviour.
+    pub fn call_effects(
+        &self,
+        scope: &Scope,
+        call: &ast::ExprCall,
+    ) -> crate::analysis::effects::Known<'a> {
+        let Some(index) = self
+            .module
+            .scopes
+            .iter()
+            .position(|candidate| std::ptr::eq(candidate, scope))
+        else {
+            return crate::analysis::effects::Known::Nothing;
+        };
+        crate::analysis::effects::of_call(
+            &self.analysis.catalogue,
+            self.analysis.package,
+            self.module,
+            index,
+            call,
+        )
+    }
+
+    /// The catalogue's effects of a call, when it has any.
+    pub fn catalogued_effects(
+        &self,
+        scope: &Scope,
+        call: &ast::ExprCall,
+    ) -> &'a [crate::analysis::catalogue::Effect] {
+        self.call_effects(scope, call)
+            .entry()
+            .map_or(&[], |entry| entry.effects.as_slice())
+    }
+
     pub fn library_class_of_call(
         &self,
         scope: &Scope,

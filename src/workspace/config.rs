@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
+use crate::analysis::catalogue::{Catalogue, UserEntries};
 use crate::diagnostics::{Code, Severity};
+use std::sync::Arc;
 
 pub const CONFIG_FILE_NAME: &str = ".distribute.yml";
 
@@ -39,6 +41,10 @@ pub struct ConfigFile {
     /// could not show), as `--unsafe-fixes` does.
     #[serde(default, rename = "unsafe-fixes")]
     pub unsafe_fixes: bool,
+    /// What the user's own libraries do, in the catalogue's format
+    /// (`calls:` and `names:`), over the shipped catalogue.
+    #[serde(default)]
+    pub library: UserEntries,
 }
 
 fn sharding_by_default() -> bool {
@@ -124,6 +130,8 @@ pub struct Config {
     pub unsafe_fixes: bool,
     /// The file it came from, if any.
     pub source: Option<PathBuf>,
+    /// The catalogue of library behaviour, with the `library:` entries.
+    pub library: Arc<Catalogue>,
 }
 
 impl Default for Config {
@@ -137,6 +145,7 @@ impl Default for Config {
             warmup_epochs: DEFAULT_WARMUP_EPOCHS,
             unsafe_fixes: false,
             source: None,
+            library: Catalogue::builtin(),
         }
     }
 }
@@ -192,6 +201,7 @@ impl Config {
             warmup_epochs: file.warmup_epochs,
             unsafe_fixes: file.unsafe_fixes,
             source: None,
+            library: source.library(file.library)?,
         })
     }
 
@@ -281,6 +291,17 @@ impl ConfigText<'_> {
         }
         serde_yaml::from_str(self.text)
             .map_err(|yaml| self.error(yaml.location().map(|at| at.line()), yaml.to_string()))
+    }
+
+    /// The shipped catalogue, extended by the `library:` entries.
+    fn library(&self, entries: UserEntries) -> Result<Arc<Catalogue>, ConfigError> {
+        if entries.is_empty() {
+            return Ok(Catalogue::builtin());
+        }
+        let entries = entries
+            .checked(self.display, self.text)
+            .map_err(|error| self.error(error.line, format!("library: {}", error.message)))?;
+        Ok(Arc::new(Catalogue::extended(&entries)))
     }
 
     /// The globs of `key`, or `None` when there are none.

@@ -103,6 +103,8 @@ struct WritesText {
 struct DownloadsText {
     to: Option<ArgumentText>,
     extracts_when: Option<ConditionText>,
+    #[serde(default)]
+    cached: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -110,6 +112,7 @@ struct DownloadsText {
 struct DirectoryText {
     path: Option<ArgumentText>,
     race_free_when: Option<ConditionText>,
+    race_free_sibling: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -281,10 +284,12 @@ fn add_entries(
                 NameEffectText::Downloads => Effect::Downloads {
                     to: None,
                     extracts_when: None,
+                    cached: false,
                 },
                 NameEffectText::CreatesDirectory => Effect::CreatesDirectory {
                     path: None,
                     race_free_when: None,
+                    race_free_sibling: None,
                 },
                 NameEffectText::Removes => Effect::Removes {
                     path: None,
@@ -317,12 +322,14 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         effects.push(Effect::Downloads {
             to: argument(downloads.to.as_ref())?,
             extracts_when: condition(downloads.extracts_when.as_ref())?,
+            cached: downloads.cached,
         });
     }
     if let Some(directory) = &text.creates_directory {
         effects.push(Effect::CreatesDirectory {
             path: argument(directory.path.as_ref())?,
             race_free_when: condition(directory.race_free_when.as_ref())?,
+            race_free_sibling: directory.race_free_sibling.clone(),
         });
     }
     if let Some(removes) = &text.removes {

@@ -11,7 +11,7 @@ mod load;
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rustpython_parser::ast::{self, Constant, Expr};
 
@@ -128,6 +128,8 @@ pub enum Effect {
     Downloads {
         to: Option<Argument>,
         extracts_when: Option<Condition>,
+        /// A second call finds what the first downloaded and fetches nothing.
+        cached: bool,
     },
     /// Reads from the network and writes nothing itself.
     Fetches,
@@ -136,6 +138,9 @@ pub enum Effect {
     CreatesDirectory {
         path: Option<Argument>,
         race_free_when: Option<Condition>,
+        /// A function of the same module that creates the directory and
+        /// parents, which `race_free_when` makes race-free (`os.makedirs`).
+        race_free_sibling: Option<String>,
     },
     Removes {
         path: Option<Argument>,
@@ -262,19 +267,21 @@ pub struct Catalogue {
 
 impl Catalogue {
     /// The catalogue shipped with the tool.
-    pub fn builtin() -> &'static Catalogue {
-        static BUILTIN: OnceLock<Catalogue> = OnceLock::new();
-        BUILTIN.get_or_init(|| {
-            load::builtin().unwrap_or_else(|error| {
-                // The shipped files are checked by the test suite.
-                panic!("the embedded catalogue is invalid: {error}")
+    pub fn builtin() -> Arc<Catalogue> {
+        static BUILTIN: OnceLock<Arc<Catalogue>> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                Arc::new(load::builtin().unwrap_or_else(|error| {
+                    // The shipped files are checked by the test suite.
+                    panic!("the embedded catalogue is invalid: {error}")
+                }))
             })
-        })
+            .clone()
     }
 
     /// The built-in catalogue with the user's entries on top (they win).
     pub fn extended(user: &UserEntries) -> Catalogue {
-        let mut catalogue = Catalogue::builtin().clone();
+        let mut catalogue = Catalogue::builtin().as_ref().clone();
         user.apply_to(&mut catalogue);
         catalogue
     }

@@ -3,6 +3,7 @@
 //! loop, directly or through calls across files. The rules use these facts to
 //! decide what to rewrite and where the Horovod setup goes.
 
+pub mod effect_summaries;
 mod factories;
 mod linking;
 pub use linking::model_function_name;
@@ -180,10 +181,23 @@ pub struct Analysis<'a> {
     pub functions: HashMap<String, FunctionSummary>,
     /// The Keras generation the project's requirement files pin, if any.
     pub keras_pin: Option<super::keras_version::KerasGeneration>,
+    /// What library calls do: the shipped catalogue and the user's entries.
+    pub catalogue: std::sync::Arc<super::catalogue::Catalogue>,
+    /// What each package function and class writes, removes, creates or
+    /// downloads on every rank, through the functions it calls.
+    pub effects: HashMap<String, Vec<effect_summaries::Reached>>,
 }
 
 impl<'a> Analysis<'a> {
+    /// The analysis with the shipped catalogue of library behaviour.
     pub fn new(package: &'a Package) -> Analysis<'a> {
+        Analysis::with_catalogue(package, super::catalogue::Catalogue::builtin())
+    }
+
+    pub fn with_catalogue(
+        package: &'a Package,
+        catalogue: std::sync::Arc<super::catalogue::Catalogue>,
+    ) -> Analysis<'a> {
         // Per-module steps run in parallel; the package-wide ones between them.
         let scopes_per_module: Vec<Vec<Scope<'a>>> = package
             .modules
@@ -208,12 +222,16 @@ impl<'a> Analysis<'a> {
             .par_iter_mut()
             .for_each(|analysis| analysis.index_facts(package));
         summaries::propagate_reached_patterns(&mut functions);
-        Analysis {
+        let mut analysis = Analysis {
             package,
             modules,
             functions,
             keras_pin: super::keras_version::pinned_generation(&package.root),
-        }
+            catalogue,
+            effects: HashMap::new(),
+        };
+        analysis.effects = effect_summaries::effect_summaries(&analysis);
+        analysis
     }
 }
 

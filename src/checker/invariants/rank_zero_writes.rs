@@ -15,6 +15,10 @@
 
 use rustpython_parser::ast::{Constant, Expr, Stmt};
 
+use crate::analysis::catalogue::{Certainty, Condition, Effect};
+use crate::analysis::effects::{self, Known};
+use crate::analysis::training::effect_summaries;
+
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
@@ -28,67 +32,6 @@ pub const RANK_ZERO_WRITES: Code = Code::new(
 
 pub struct RankZeroWrites;
 
-/// Library functions that write a file.
-const WRITERS: &[&str] = &[
-    "matplotlib.pyplot.savefig",
-    "numpy.save",
-    "numpy.savez",
-    "numpy.savez_compressed",
-    "numpy.savetxt",
-    "tensorflow.saved_model.save",
-    "tensorflow.keras.models.save_model",
-    "tensorflow.keras.utils.plot_model",
-    "tensorflow.io.write_file",
-    "tensorflow.train.write_graph",
-    "imageio.imwrite",
-    "imageio.imsave",
-    "imageio.mimsave",
-    "imageio.mimwrite",
-    "scipy.misc.imsave",
-    "shutil.rmtree",
-    "shutil.copy",
-    "shutil.copyfile",
-    "os.remove",
-    "os.unlink",
-    "os.rmdir",
-    "os.mkdir",
-];
-
-/// Library functions that download into a shared place.
-const DOWNLOADS: &[&str] = &[
-    "tensorflow.keras.utils.get_file",
-    "tensorflow_datasets.load",
-    "tensorflow.examples.tutorials.mnist.input_data.read_data_sets",
-    "tensorflow.contrib.learn.datasets.mnist.read_data_sets",
-    "urllib.request.urlretrieve",
-    "urllib.urlretrieve",
-    "wget.download",
-];
-
-/// Methods that write whatever receives them (a model, a checkpoint, a
-/// figure, a PIL image, a summary writer).
-const WRITING_METHODS: &[&str] = &[
-    "save",
-    "save_weights",
-    "savefig",
-    "add_summary",
-    "to_csv",
-    "save_to_file",
-    "write_images",
-    "extractall",
-    "write_gif",
-    "write_videofile",
-];
-
-/// Library functions that fetch from the network (a helper that calls one
-/// and writes what it got downloads).
-const FETCHES: &[&str] = &[
-    "urllib.request.urlopen",
-    "urllib2.urlopen",
-    "requests.get",
-    "six.moves.urllib.request.urlretrieve",
-];
-
 impl Invariant for RankZeroWrites {
     fn code(&self) -> Code {
         RANK_ZERO_WRITES
@@ -100,7 +43,6 @@ impl Invariant for RankZeroWrites {
         }
         let calls = program.calls();
         let mut decisions = Vec::new();
-        let mut helpers = HelperEffects::default();
         for call in calls {
             if program.runs_on_rank_zero_only(call.scope, call.site)
                 || race_is_handled(program, call)
@@ -113,9 +55,8 @@ impl Invariant for RankZeroWrites {
                 continue;
             }
             if let Some(decision) = reads_standard_input(program, call)
-                .or_else(|| write(program, call))
-                .or_else(|| download(program, calls, call))
-                .or_else(|| helpers.decision(program, call))
+                .or_else(|| by_catalogue(program, calls, call))
+                .or_else(|| through_package_function(program, call))
             {
                 decisions.push(decision);
             }
@@ -124,122 +65,80 @@ impl Invariant for RankZeroWrites {
     }
 }
 
-/// What the package's own functions write or download on every rank,
-/// through the functions they call, worked out once per function.
-#[derive(Default)]
-struct HelperEffects {
-    known: std::collections::HashMap<String, Option<String>>,
-}
-
-impl HelperEffects {
-    /// A call of a package function (or of a function whose name says it
-    /// downloads) that writes or downloads on every rank.
-    fn decision(&mut self, program: &Program, call: &ScopedCall) -> Option<Decision> {
-        let line = program.line(call.range().start);
-        let name = call.method().unwrap_or_default();
-        let effect = match call.callee.as_deref() {
-            // A function of this module: its own calls are checked where they are.
-            Some(callee) if callee.starts_with(&format!("{}.", program.module.module.name)) => {
-                return None;
+/// A call the catalogue knows, or whose name says what it does.
+fn by_catalogue(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Option<Decision> {
+    let known = effects::of_call(
+        &program.analysis.catalogue,
+        program.analysis.package,
+        program.module,
+        call.scope_index,
+        call.site.call,
+    );
+    match known {
+        Known::Catalogued(entry) => {
+            let effect = entry
+                .effects
+                .iter()
+                .find(|effect| effect_summaries::happens_on_storage(effect, call.site.call))?;
+            match effect {
+                Effect::Downloads {
+                    extracts_when,
+                    cached,
+                    ..
+                } => download(program, calls, call, extracts_when.as_ref(), *cached),
+                // A summary writer per rank is made a no-op one by the
+                // rewrite; summary ops are computed by every rank.
+                Effect::WritesSummary => None,
+                effect => Some(write(program, call, effect)),
             }
-            Some(callee) if defines(program, callee) => self.effect(program, callee, 0)?,
-            _ if name.to_ascii_lowercase().contains("download") => {
-                format!("`{name}`, whose name says it downloads")
-            }
-            _ => return None,
-        };
-        Some(
-            Decision::new(
-                RANK_ZERO_WRITES,
-                Verdict::Unknown,
-                call.range(),
-                format!("the call at line {line} runs on every rank and reaches {effect}: the ranks may race on shared storage"),
+        }
+        Known::ByName(rule) => {
+            let line = program.line(call.range().start);
+            let name = call.method().unwrap_or("the call");
+            Some(
+                Decision::new(
+                    RANK_ZERO_WRITES,
+                    Verdict::Unknown,
+                    call.range(),
+                    format!("`{name}` at line {line} is not in the catalogue of library behaviour, and its name says it {}: it runs on every rank as far as the checker can see", rule.effect.verb()),
+                )
+                .with_suggestion("run it under `if hvd.rank() == 0:`, or describe the call under `library:` in .distribute.yml"),
             )
-            .with_suggestion("make the call on rank 0 first (`if hvd.rank() == 0:`), then a barrier, or give each rank its own path"),
+        }
+        Known::Nothing => None,
+    }
+}
+
+/// A call of a package function of another module that writes or
+/// downloads on every rank (its summary says where).
+fn through_package_function(program: &Program, call: &ScopedCall) -> Option<Decision> {
+    let callee = call.callee.as_deref()?;
+    // A function of this module: its own calls are checked where they are.
+    if callee.starts_with(&format!("{}.", program.module.module.name)) {
+        return None;
+    }
+    let effects = program.analysis.effects.get(callee)?;
+    let reached = effects.first()?;
+    let line = program.line(call.range().start);
+    // Rank 0 called it first, and what it does skips what is there.
+    let at = call.range().start;
+    let first_on_rank_zero = program.calls().iter().any(|earlier| {
+        earlier.range().start < at
+            && earlier.callee.as_deref() == Some(callee)
+            && program.runs_on_rank_zero_only(earlier.scope, earlier.site)
+    });
+    if first_on_rank_zero && effects.iter().all(|effect| effect.skips_what_is_there) {
+        return None;
+    }
+    Some(
+        Decision::new(
+            RANK_ZERO_WRITES,
+            Verdict::Unknown,
+            call.range(),
+            format!("the call at line {line} runs on every rank and reaches {}, which {}: the ranks may race on shared storage", reached.describe(), reached.effect.verb()),
         )
-    }
-
-    /// The first write or download a package function makes on every rank,
-    /// described with its place.
-    fn effect(&mut self, program: &Program, function: &str, depth: usize) -> Option<String> {
-        if let Some(known) = self.known.get(function) {
-            return known.clone();
-        }
-        // Assumed harmless while being worked out (recursion).
-        self.known.insert(function.to_string(), None);
-        let found = self.work_out(program, function, depth);
-        self.known.insert(function.to_string(), found.clone());
-        found
-    }
-
-    fn work_out(&mut self, program: &Program, function: &str, depth: usize) -> Option<String> {
-        if depth > 6 {
-            return None;
-        }
-        let owner = std::iter::once(program.others_and_self())
-            .flatten()
-            .find(|candidate| {
-                candidate
-                    .module
-                    .scopes
-                    .iter()
-                    .any(|scope| scope.qualified_name == function)
-            })?;
-        let path = owner.module.module.source.relative_path.clone();
-        let calls = owner.calls();
-        let own_name = function.rsplit('.').next().unwrap_or_default();
-        for call in calls
-            .iter()
-            .filter(|call| call.scope.qualified_name == function)
-        {
-            if owner.runs_on_rank_zero_only(call.scope, call.site)
-                || path_depends_on_rank(&owner, call)
-                || race_is_handled(&owner, call)
-            {
-                continue;
-            }
-            let line = owner.module.module.source.location(call.range().start).line;
-            let what = call.method().unwrap_or("a call");
-            let callee = call.callee.as_deref().unwrap_or_default();
-            let direct = is_download(callee)
-                || FETCHES.contains(&callee)
-                || WRITERS.contains(&callee)
-                || is_makedirs_without_exist_ok(call, callee)
-                || (call.callee.is_none() && what.to_ascii_lowercase().contains("download"))
-                || (call.callee.is_none()
-                    && WRITING_METHODS.contains(&what)
-                    && !defined_in_package(&owner, what));
-            if direct {
-                return Some(format!("`{what}` in {path} (line {line})"));
-            }
-            if !callee.is_empty()
-                && defines(&owner, callee)
-                && callee != function
-                && let Some(found) = self.effect(&owner, callee, depth + 1)
-            {
-                return Some(found);
-            }
-        }
-        own_name
-            .to_ascii_lowercase()
-            .contains("download")
-            .then(|| format!("`{own_name}` in {path}, whose name says it downloads"))
-    }
-}
-
-/// Whether a function of the package has this qualified name.
-fn defines(program: &Program, function: &str) -> bool {
-    program.analysis.modules.iter().any(|module| {
-        module
-            .scopes
-            .iter()
-            .any(|scope| scope.function.is_some() && scope.qualified_name == function)
-    })
-}
-
-fn is_download(callee: &str) -> bool {
-    DOWNLOADS.contains(&callee)
-        || callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data")
+        .with_suggestion("make the call on rank 0 first (`if hvd.rank() == 0:`), then a barrier, or give each rank its own path"),
+    )
 }
 
 /// `input()` on every rank: ranks other than 0 read end-of-file and stop.
@@ -262,62 +161,59 @@ fn reads_standard_input(program: &Program, call: &ScopedCall) -> Option<Decision
     })
 }
 
-/// A call on every rank that writes.
-fn write(program: &Program, call: &ScopedCall) -> Option<Decision> {
+/// A catalogued call on every rank that writes, removes or creates a
+/// directory.
+fn write(program: &Program, call: &ScopedCall, effect: &Effect) -> Decision {
     let line = program.line(call.range().start);
-    let callee = call.callee.as_deref().unwrap_or_default();
-    let known = WRITERS.contains(&callee)
-        || is_makedirs_without_exist_ok(call, callee)
-        || opens_for_writing(call, callee)
-        || saves_a_model(program, call);
-    let by_method = call.callee.is_none()
-        && call.method().is_some_and(|method| {
-            WRITING_METHODS.contains(&method) && !defined_in_package(program, method)
-        })
-        && matches!(call.site.call.func.as_ref(), Expr::Attribute(_));
-    if !known && !by_method {
-        return None;
-    }
     let what = call.method().unwrap_or("the call");
-    // A file opened by a path the checker cannot read may be the rank's own.
-    let opened_by_variable = opens_for_writing(call, callee)
-        && !matches!(call.site.call.args.first(), Some(Expr::Constant(_)));
-    let verdict = if known && !opened_by_variable && in_the_open(program, call) {
+    // Certain only when the call's arguments say so, and its path is not
+    // one the checker cannot read (it may be the rank's own).
+    let certain = match effect {
+        Effect::Writes {
+            when: Some(condition),
+            path,
+        } => {
+            condition.on(call.site.call) == Certainty::Holds
+                && path
+                    .as_ref()
+                    .and_then(|path| path.of(call.site.call))
+                    .is_some_and(|given| matches!(given, Expr::Constant(_)))
+        }
+        Effect::CreatesDirectory {
+            race_free_when: Some(condition),
+            ..
+        } => condition.on(call.site.call) == Certainty::Fails,
+        _ => true,
+    };
+    let verdict = if certain && in_the_open(program, call) {
         Verdict::Violated
     } else {
         Verdict::Unknown
     };
-    let message = match verdict {
-        Verdict::Violated => format!(
+    let message = match (verdict, effect) {
+        (Verdict::Violated, Effect::CreatesDirectory { .. }) => format!(
+            "`{what}` at line {line} creates a directory on every rank: every rank but the first finds it there and fails"
+        ),
+        (Verdict::Violated, _) => format!(
             "`{what}` at line {line} writes to shared storage on every rank: N processes write the same file"
         ),
         _ => format!(
             "`{what}` at line {line} may write to shared storage, and runs on every rank as far as the checker can see"
         ),
     };
-    Some(
-        Decision::new(RANK_ZERO_WRITES, verdict, call.range(), message)
-            .with_suggestion("run it under `if hvd.rank() == 0:`, or give each rank its own path"),
-    )
-}
-
-/// A method of the package's own classes: its writes are checked where it
-/// is defined.
-fn defined_in_package(program: &Program, method: &str) -> bool {
-    program
-        .analysis
-        .modules
-        .iter()
-        .flat_map(|module| module.scopes.iter())
-        .any(|scope| scope.class.is_some() && scope.name() == method)
+    Decision::new(RANK_ZERO_WRITES, verdict, call.range(), message)
+        .with_suggestion("run it under `if hvd.rank() == 0:`, or give each rank its own path")
 }
 
 /// A download on every rank with no rank-0 download before it.
-fn download(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Option<Decision> {
+fn download(
+    program: &Program,
+    calls: &[ScopedCall],
+    call: &ScopedCall,
+    extracts_when: Option<&Condition>,
+    cached: bool,
+) -> Option<Decision> {
     let callee = call.callee.as_deref()?;
-    if !is_download(callee) {
-        return None;
-    }
     let line = program.line(call.range().start);
     let at = call.range().start;
     let first_on_rank_zero = calls.iter().any(|earlier| {
@@ -326,8 +222,8 @@ fn download(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Optio
             && program.runs_on_rank_zero_only(earlier.scope, earlier.site)
     });
     if first_on_rank_zero {
-        let extracts = crate::analysis::walk::keyword(call.site.call, "extract")
-            .is_some_and(|keyword| !matches!(&keyword.value, Expr::Constant(constant) if constant.value == Constant::Bool(false)));
+        let extracts =
+            extracts_when.is_some_and(|condition| condition.on(call.site.call) != Certainty::Fails);
         if extracts {
             return Some(Decision::new(
                 RANK_ZERO_WRITES,
@@ -335,6 +231,19 @@ fn download(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Optio
                 call.range(),
                 format!("`get_file(..., extract=True)` at line {line} runs again on every rank after rank 0's download, and extracts the archive into the shared folder each time"),
             ).with_suggestion("extract on rank 0 only, and pass the extracted path to the other ranks"));
+        }
+        let skips_what_is_there = cached
+            || program
+                .enclosing_statements(call.scope, call.site)
+                .iter()
+                .any(|statement| matches!(statement, Stmt::If(node) if effect_summaries::tests_for_files(&node.test)));
+        if !skips_what_is_there {
+            return Some(Decision::new(
+                RANK_ZERO_WRITES,
+                Verdict::Unknown,
+                call.range(),
+                format!("the download at line {line} runs again on every rank after rank 0's, and writes the same file at once on every rank: it does not skip what is there"),
+            ).with_suggestion("download on rank 0 only, or test that the file exists before downloading"));
         }
         return None;
     }
@@ -379,42 +288,6 @@ fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
             .iter()
             .any(|site| site.scope == scope_index)
         || call.scope.name() == "main"
-}
-
-/// `model.save(...)` or `model.save_weights(...)` of a name the index knows
-/// holds a Keras model.
-fn saves_a_model(program: &Program, call: &ScopedCall) -> bool {
-    let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
-        return false;
-    };
-    let Expr::Name(receiver) = attribute.value.as_ref() else {
-        return false;
-    };
-    matches!(attribute.attr.as_str(), "save" | "save_weights")
-        && [call.scope_index, 0].iter().any(|index| {
-            program
-                .module
-                .models
-                .get(*index)
-                .is_some_and(|models| models.contains(receiver.id.as_str()))
-        })
-}
-
-fn is_makedirs_without_exist_ok(call: &ScopedCall, callee: &str) -> bool {
-    callee == "os.makedirs"
-        && !crate::analysis::walk::keyword(call.site.call, "exist_ok").is_some_and(|keyword| {
-            !matches!(&keyword.value, Expr::Constant(constant) if constant.value == Constant::Bool(false))
-        })
-}
-
-/// `open(path, "w")` and the other writing modes.
-fn opens_for_writing(call: &ScopedCall, callee: &str) -> bool {
-    let is_open = matches!(call.site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "open")
-        || callee == "io.open";
-    let mode = Program::argument(call.site.call, "mode", 1);
-    is_open
-        && matches!(mode, Some(Expr::Constant(constant))
-            if matches!(&constant.value, Constant::Str(mode) if mode.contains(['w', 'a', 'x'])))
 }
 
 /// A path built from the rank: `hvd.rank()`, or a launcher's rank variable

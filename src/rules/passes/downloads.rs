@@ -1,14 +1,21 @@
-//! Downloads run by every worker race on one cache file (`get_file`, Keras
-//! dataset loaders, `urlretrieve`): rank 0 downloads first, everyone waits
-//! for it, then every rank runs the line as written and finds the file in the
-//! cache.
+//! Downloads run by every worker race on one cache file: rank 0 downloads
+//! first, everyone waits for it, then every rank runs the line as written
+//! and finds the file there. Which calls download, and whether a second
+//! call skips what is there, is the catalogue's knowledge (`get_file`,
+//! Keras dataset loaders, `tfds.load`, TF1's `read_data_sets`); a package
+//! function whose summary downloads, and skips what is there, is treated
+//! the same when it is another module's (`data = util.maybe_download(...)`). A download that does not
+//! skip what is there (`urlretrieve`) runs on rank 0 only, when nothing
+//! uses its result.
 //!
-//! Input: the statements of every scope, and the pattern's barrier. Output:
-//! per download, the rank-0 copy and the barrier before it, with DST122.
+//! Input: the statements of every scope, the catalogue and the effect
+//! summaries. Output: per download, the rank-0 copy and the barrier, with
+//! DST122.
 
 use rustpython_parser::ast::{Expr, Stmt};
 
-use crate::analysis::library;
+use crate::analysis::catalogue::Effect;
+use crate::analysis::effects;
 use crate::analysis::training::Scope;
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::parse::span;
@@ -18,10 +25,19 @@ pub const DOWNLOAD_ON_RANK_ZERO_FIRST: Code = Code::new(
     "DST122",
     "download-on-rank-zero-first",
     Severity::Info,
-    "A download every worker would make at once is made by rank 0 first; the others wait, then find it cached.",
+    "A download every worker would make at once is made by rank 0 first; the others wait, then find it there.",
 );
 
 pub const CODES: &[Code] = &[DOWNLOAD_ON_RANK_ZERO_FIRST];
+
+/// What a statement's download does when it runs a second time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Download {
+    /// Finds what the first call downloaded: rank 0 first, then everyone.
+    SkipsWhatIsThere,
+    /// Downloads again: rank 0 only.
+    Again,
+}
 
 pub fn run(rewrite: &mut ModuleRewrite) {
     if rewrite.had_horovod {
@@ -29,12 +45,6 @@ pub fn run(rewrite: &mut ModuleRewrite) {
         // (Horovod's own examples use a path per rank).
         return;
     }
-    let Some(barrier) = rewrite
-        .plugin
-        .eager_barrier(&rewrite.context, "download_barrier")
-    else {
-        return;
-    };
     let Some(initialised_at) = rewrite.horovod_initialised_at else {
         return;
     };
@@ -42,9 +52,12 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     for scope in &module.scopes {
         for statement in scope.facts.statements.iter().copied() {
             let at_import = scope.function.is_none() && span(statement).start < initialised_at;
-            if at_import || !downloads(rewrite, scope, statement) {
+            if at_import {
                 continue;
             }
+            let Some(download) = downloads(rewrite, scope, statement) else {
+                continue;
+            };
             let guarded =
                 rewrite.is_guarded(statement) || module.index.is_in_launcher(&span(statement));
             if guarded
@@ -53,36 +66,81 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             {
                 continue;
             }
-            download_on_rank_zero_first(rewrite, statement, &barrier);
+            let Some(barrier) = rewrite
+                .plugin
+                .download_barrier(&rewrite.context, "download_barrier")
+            else {
+                return;
+            };
+            match download {
+                Download::SkipsWhatIsThere => {
+                    download_on_rank_zero_first(rewrite, statement, &barrier);
+                }
+                // Only a statement whose result nobody uses can run on rank 0 alone.
+                Download::Again if matches!(statement, Stmt::Expr(_)) => {
+                    download_on_rank_zero_only(rewrite, statement, &barrier);
+                }
+                Download::Again => {}
+            }
         }
     }
 }
 
-/// A statement whose value is a call that downloads into a shared cache.
-fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> bool {
+/// A statement whose value is a call that downloads into shared storage.
+fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option<Download> {
     let value = match statement {
         Stmt::Expr(expression) => expression.value.as_ref(),
         Stmt::Assign(assign) => assign.value.as_ref(),
-        _ => return false,
+        _ => return None,
     };
     let Expr::Call(call) = value else {
-        return false;
+        return None;
     };
     // A per-rank path (`load_data(path="mnist-%d.npz" % hvd.rank())`) races with nobody.
     if rewrite.calls_horovod(value, "rank") {
-        return false;
+        return None;
     }
-    let Some(callee) = rewrite.callee(scope, &call.func) else {
-        return false;
-    };
-    let callee = library::canonical_name(&callee);
-    matches!(
-        callee.as_str(),
-        "tensorflow.keras.utils.get_file" | "urllib.request.urlretrieve"
-    ) || (callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data"))
+    let catalogued =
+        rewrite
+            .catalogued_effects(scope, call)
+            .iter()
+            .find_map(|effect| match effect {
+                Effect::Downloads { cached, .. } => Some(if *cached {
+                    Download::SkipsWhatIsThere
+                } else {
+                    Download::Again
+                }),
+                _ => None,
+            });
+    catalogued.or_else(|| through_package_function(rewrite, scope, call))
 }
 
-/// The line before is the barrier an earlier run added.
+/// A package function that downloads, trains nothing, and skips what is
+/// there in everything it writes: rank 0 calls it first.
+fn through_package_function(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    call: &rustpython_parser::ast::ExprCall,
+) -> Option<Download> {
+    let analysis = rewrite.analysis;
+    let callee = effects::resolved_callee(analysis.package, rewrite.module, scope, &call.func)?;
+    // The module's own functions get their downloads made safe where they are.
+    if callee.starts_with(&format!("{}.", rewrite.module.module.name)) {
+        return None;
+    }
+    let reached = analysis.effects.get(&callee)?;
+    let downloads = reached
+        .iter()
+        .any(|effect| matches!(effect.effect, Effect::Downloads { .. }));
+    let trains = analysis
+        .functions
+        .get(&callee)
+        .is_some_and(|summary| !summary.reaches.is_empty());
+    (downloads && !trains && reached.iter().all(|effect| effect.skips_what_is_there))
+        .then_some(Download::SkipsWhatIsThere)
+}
+
+/// The barrier an earlier run added ends on the line before.
 fn already_done(rewrite: &ModuleRewrite, statement: &Stmt) -> bool {
     let before = rewrite.text[..span(statement).start].trim_end();
     before
@@ -91,19 +149,42 @@ fn already_done(rewrite: &ModuleRewrite, statement: &Stmt) -> bool {
         .is_some_and(|line| line.contains("download_barrier"))
 }
 
-fn download_on_rank_zero_first(rewrite: &mut ModuleRewrite, statement: &Stmt, barrier: &str) {
+fn download_on_rank_zero_first(rewrite: &mut ModuleRewrite, statement: &Stmt, barrier: &[String]) {
     let text = rewrite.source(span(statement)).to_string();
     let unit = rewrite.stylist.indent_unit.clone();
-    let lines = [
-        format!("if {}:", rewrite.rank_zero_test()),
-        format!("{unit}{text}"),
-        format!("{barrier}  # rank 0 has downloaded it; the others find it cached"),
-    ];
+    let mut lines = vec![format!("if {}:", rewrite.rank_zero_test())];
+    lines.extend(text.lines().map(|line| format!("{unit}{line}")));
+    lines.extend(with_comment(
+        barrier,
+        "rank 0 has downloaded it; the others find it there",
+    ));
     rewrite.insert_before_statement(&span(statement), &lines);
     let first_line = text.lines().next().unwrap_or_default().to_string();
     rewrite.diagnose(Diagnostic::new(
         DOWNLOAD_ON_RANK_ZERO_FIRST,
         span(statement),
-        format!("`{first_line}` downloads into a cache every worker shares: rank 0 now downloads first and the others wait for it"),
+        format!("`{first_line}` downloads into storage every worker shares: rank 0 now downloads first and the others wait for it"),
     ));
+}
+
+fn download_on_rank_zero_only(rewrite: &mut ModuleRewrite, statement: &Stmt, barrier: &[String]) {
+    rewrite.guard_statements(&[statement]);
+    let lines = with_comment(barrier, "rank 0 has downloaded it");
+    rewrite.insert_after_statement(&span(statement), &lines);
+    let text = rewrite.source(span(statement));
+    let first_line = text.lines().next().unwrap_or_default().to_string();
+    rewrite.diagnose(Diagnostic::new(
+        DOWNLOAD_ON_RANK_ZERO_FIRST,
+        span(statement),
+        format!("`{first_line}` downloads again whenever it runs: rank 0 now downloads alone and the others wait for it"),
+    ));
+}
+
+/// The barrier's lines, the last one with a comment saying why.
+fn with_comment(barrier: &[String], why: &str) -> Vec<String> {
+    let mut lines = barrier.to_vec();
+    if let Some(last) = lines.last_mut() {
+        last.push_str(&format!("  # {why}"));
+    }
+    lines
 }

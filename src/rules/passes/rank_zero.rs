@@ -14,9 +14,11 @@ use std::collections::HashSet;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
+use crate::analysis::catalogue::Effect;
 use crate::analysis::index::AbstractValue;
 use crate::analysis::library;
 use crate::analysis::training::Scope;
+use crate::analysis::training::effect_summaries::happens_on_storage;
 use crate::analysis::walk::{
     calls_in_statement, is_scope, nested_bodies, walk_expression, walk_statement_expressions,
 };
@@ -39,7 +41,18 @@ pub const STATEMENT_NOT_GUARDED: Code = Code::new(
     "A statement that should run on rank 0 only was left on every rank: it shares its line with other code, or it is a save whose result is used further down.",
 );
 
-pub const CODES: &[Code] = &[PRINT_WITH_SIDE_EFFECTS, STATEMENT_NOT_GUARDED];
+pub const DIRECTORY_MADE_RACE_FREE: Code = Code::new(
+    "DST128",
+    "directory-made-race-free",
+    Severity::Info,
+    "A directory every worker creates is created with a call that accepts it already being there.",
+);
+
+pub const CODES: &[Code] = &[
+    PRINT_WITH_SIDE_EFFECTS,
+    STATEMENT_NOT_GUARDED,
+    DIRECTORY_MADE_RACE_FREE,
+];
 
 /// Puts the statements that must run once (prints, saves, summaries) under
 /// `if hvd.rank() == 0:`. Loading stays on every rank.
@@ -153,22 +166,16 @@ fn guard_group(rewrite: &mut ModuleRewrite, scope: &Scope, group: &[&Stmt]) {
     barrier_after_deleting_tree(rewrite, scope, group);
 }
 
-/// Library calls that delete a directory tree.
-const TREE_DELETIONS: &[&str] = &[
-    "tensorflow.io.gfile.rmtree",
-    "tensorflow.gfile.DeleteRecursively",
-    "shutil.rmtree",
-];
-
 /// A directory tree deleted on rank 0 (a job directory cleared before
 /// training): the others must not create or read files in it before it is
 /// gone, so everyone waits after the deletion. None in a loop, where the
 /// deletion is rank 0's own bookkeeping (old checkpoints).
 fn barrier_after_deleting_tree(rewrite: &mut ModuleRewrite, scope: &Scope, group: &[&Stmt]) {
     let deletes_tree = |call: &ast::ExprCall| {
-        rewrite.callee(scope, &call.func).is_some_and(|callee| {
-            TREE_DELETIONS.contains(&library::canonical_name(&callee).as_str())
-        })
+        rewrite
+            .catalogued_effects(scope, call)
+            .iter()
+            .any(|effect| matches!(effect, Effect::Removes { tree: true, .. }))
     };
     let deletion = group
         .iter()
@@ -246,32 +253,21 @@ fn barrier_before_reading_back(
     group: &[&Stmt],
     group_end: usize,
 ) {
-    const SAVES: &[&str] = &["save", "save_weights", "write"];
-    const READS: &[&str] = &[
-        "load_model",
-        "load_weights",
-        "restore",
-        "latest_checkpoint",
-        "load",
-    ];
-    let method_of = |call: &ast::ExprCall| -> Option<String> {
-        match call.func.as_ref() {
-            Expr::Attribute(attribute) => Some(attribute.attr.to_string()),
-            Expr::Name(name) => Some(name.id.to_string()),
-            _ => None,
-        }
-    };
+    let effects = |call: &ast::ExprCall| rewrite.catalogued_effects(scope, call);
     let save = group.iter().find_map(|stmt| {
-        calls_in_statement(stmt)
-            .into_iter()
-            .find(|call| method_of(call).is_some_and(|method| SAVES.contains(&method.as_str())))
+        calls_in_statement(stmt).into_iter().find(|call| {
+            effects(call).iter().any(|effect| {
+                matches!(effect, Effect::Writes { .. } | Effect::SavesCheckpoint)
+                    && happens_on_storage(effect, call)
+            })
+        })
     });
     let Some(save) = save else {
         return;
     };
     let reads_back = scope.facts.calls.iter().any(|site| {
         span(site.statement).start >= group_end
-            && method_of(site.call).is_some_and(|method| READS.contains(&method.as_str()))
+            && reads_without_writing(effects(site.call), site.call)
     });
     if !reads_back || rewrite.text[group_end..].contains("save_barrier") {
         return;
@@ -283,6 +279,16 @@ fn barrier_before_reading_back(
     let first = group.first().map_or(0..0, |first| span(*first));
     let line = format!("{barrier}  # rank 0 has written it before anyone reads it back");
     rewrite.insert_after_statement(&(first.start..last.end), &[line]);
+}
+
+/// A call that reads a file or checkpoint (`open(p)` reads; `open(p, "w")` does not).
+fn reads_without_writing(effects: &[Effect], call: &ast::ExprCall) -> bool {
+    effects
+        .iter()
+        .any(|effect| matches!(effect, Effect::Reads { .. } | Effect::RestoresCheckpoint))
+        && !effects.iter().any(|effect| {
+            matches!(effect, Effect::Writes { .. }) && happens_on_storage(effect, call)
+        })
 }
 
 fn must_run_on_rank_zero(
@@ -321,17 +327,18 @@ fn must_run_on_rank_zero(
         if callee == "tensorflow.print" {
             return guards_prints(rewrite) && print_without_side_effects(rewrite, call);
         }
-        if let Some(function) = callee.strip_prefix("tensorflow.summary.") {
+        if let Some(entry) = rewrite.call_effects(scope, call).entry()
+            && entry.returns.is_none()
+            && entry.has(|effect| matches!(effect, Effect::WritesSummary | Effect::SummaryOp))
+        {
             // In graph mode these build ops, which every rank must have
             // (`merge_all()` would be None elsewhere); in eager mode they write.
-            return !is_graph_mode(rewrite)
-                && matches!(
-                    function,
-                    "scalar" | "histogram" | "image" | "text" | "audio" | "write"
-                );
+            let builds_op = entry.has(|effect| *effect == Effect::SummaryOp);
+            return entry.has(|effect| *effect == Effect::WritesSummary)
+                && !(builds_op && is_graph_mode(rewrite));
         }
     }
-    if writes_through_file_writer(rewrite, call) {
+    if writes_through_file_writer(rewrite, scope, call) {
         return true;
     }
     if is_checkpoint_save(rewrite, scope, call, checkpoints)
@@ -382,68 +389,117 @@ fn guards_prints(rewrite: &ModuleRewrite) -> bool {
     guarded > 0 && guarded >= unguarded
 }
 
-/// `os.makedirs(d)` run by every worker: all but the first would find the
-/// directory there and fail, so it gets `exist_ok=True`.
+/// A directory made by every worker: all but the first would find it there
+/// and fail. The call gets the argument that makes it race-free
+/// (`os.makedirs(d, exist_ok=True)`), or becomes its race-free sibling
+/// (`os.mkdir(d)` -> `os.makedirs(d, exist_ok=True)`), as the catalogue says.
 fn make_directory_creation_race_free(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     for scope in &module.scopes {
         for site in &scope.facts.calls {
-            let is_makedirs = rewrite
-                .callee(scope, &site.call.func)
-                .is_some_and(|callee| callee == "os.makedirs");
-            let guarded = module.index.is_under_rank_zero(&span(site.statement));
-            let given = site.call.keywords.iter().any(|keyword| {
-                keyword
-                    .arg
-                    .as_ref()
-                    .is_none_or(|name| name.as_str() == "exist_ok")
-            });
-            if is_makedirs && !guarded && !given && site.call.args.len() < 3 {
-                rewrite.add_keyword(site.call, "exist_ok", "True");
+            if module.index.is_under_rank_zero(&span(site.statement)) {
+                continue;
+            }
+            let Some(Effect::CreatesDirectory {
+                race_free_when,
+                race_free_sibling,
+                ..
+            }) = rewrite
+                .catalogued_effects(scope, site.call)
+                .iter()
+                .find(|effect| matches!(effect, Effect::CreatesDirectory { .. }))
+            else {
+                continue;
+            };
+            match (race_free_when, race_free_sibling) {
+                (Some(condition), _) => add_race_free_argument(rewrite, site.call, condition),
+                (None, Some(sibling)) => use_race_free_sibling(rewrite, scope, site.call, sibling),
+                (None, None) => {}
             }
         }
     }
 }
 
-/// Library calls that write (or delete) files every worker shares: one
-/// worker must own them.
-const SHARED_FILE_WRITES: &[&str] = &[
-    "tensorflow.saved_model.save",
-    "tensorflow.keras.models.save_model",
-    "tensorflow.io.write_file",
-    "tensorflow.io.gfile.rmtree",
-    "tensorflow.gfile.DeleteRecursively",
-    "numpy.save",
-    "numpy.savez",
-    "numpy.savez_compressed",
-    "numpy.savetxt",
-    "matplotlib.pyplot.savefig",
-    "shutil.rmtree",
-    "shutil.copyfile",
-    "os.remove",
-    "os.unlink",
-];
-
-/// `np.save(...)`, `plt.savefig(...)`, `shutil.rmtree(...)`, a figure's
-/// `savefig`, an image's `save(path)` made from an array: writes to shared
-/// storage.
-fn writes_shared_files(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
-    if let Some(callee) = rewrite.callee(scope, &call.func) {
-        let callee = library::canonical_name(&callee);
-        if SHARED_FILE_WRITES.contains(&callee.as_str()) {
-            return true;
-        }
-    }
-    let Expr::Attribute(attribute) = call.func.as_ref() else {
-        return false;
+/// `exist_ok=True` where the call passes nothing for it.
+fn add_race_free_argument(
+    rewrite: &mut ModuleRewrite,
+    call: &ast::ExprCall,
+    condition: &crate::analysis::catalogue::Condition,
+) {
+    let Some(keyword) = &condition.argument.keyword else {
+        return;
     };
-    match attribute.attr.as_str() {
-        "savefig" => true,
-        // `Image.fromarray(array).save(path)`: PIL writes the image.
-        "save" => matches!(attribute.value.as_ref(), Expr::Call(maker)
-            if matches!(maker.func.as_ref(), Expr::Attribute(inner) if inner.attr.as_str() == "fromarray")),
-        _ => false,
+    let given = call.keywords.iter().any(|given| {
+        given
+            .arg
+            .as_ref()
+            .is_none_or(|name| name.as_str() == keyword)
+    });
+    let by_position = condition
+        .argument
+        .position
+        .is_some_and(|position| call.args.len() > position);
+    if !given && !by_position {
+        rewrite.add_keyword(call, keyword, "True");
     }
+}
+
+/// `os.mkdir(d)` -> `os.makedirs(d, exist_ok=True)`: the sibling of the same
+/// module, with its own race-free argument.
+fn use_race_free_sibling(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+    sibling: &str,
+) {
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return;
+    };
+    let Some(callee) = rewrite.callee(scope, &call.func) else {
+        return;
+    };
+    let Some((module_name, _)) = callee.rsplit_once('.') else {
+        return;
+    };
+    let receiver = rewrite.expression_text(&attribute.value).to_string();
+    rewrite.edit(Edit::replacement(
+        span(call.func.as_ref()),
+        format!("{receiver}.{sibling}"),
+    ));
+    let sibling_condition = rewrite
+        .analysis
+        .catalogue
+        .call(&format!("{module_name}.{sibling}"))
+        .and_then(|entry| {
+            entry.effects.iter().find_map(|effect| match effect {
+                Effect::CreatesDirectory {
+                    race_free_when: Some(condition),
+                    ..
+                } => Some(condition.clone()),
+                _ => None,
+            })
+        });
+    if let Some(condition) = sibling_condition {
+        add_race_free_argument(rewrite, call, &condition);
+    }
+    rewrite.diagnose(Diagnostic::new(
+        DIRECTORY_MADE_RACE_FREE,
+        span(call),
+        format!("every worker makes this directory: `{receiver}.{}` would fail on all but the first, so it became `{receiver}.{sibling}`, which also makes missing parents and accepts a directory already there", attribute.attr),
+    ));
+}
+
+/// A catalogued write or removal of files every worker shares (`np.save`,
+/// `plt.savefig`, `shutil.rmtree`, a figure's `savefig`, a PIL image's
+/// `save`): one worker must own it.
+fn writes_shared_files(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    rewrite
+        .catalogued_effects(scope, call)
+        .iter()
+        .any(|effect| {
+            matches!(effect, Effect::Writes { .. } | Effect::Removes { .. })
+                && happens_on_storage(effect, call)
+        })
 }
 
 /// TF1 graph mode: summaries are ops that a `FileWriter` writes.
@@ -455,20 +511,21 @@ fn is_graph_mode(rewrite: &ModuleRewrite) -> bool {
     )
 }
 
-/// `writer.add_summary(...)`, `add_graph`, `add_run_metadata`, and `flush` /
-/// `close` of a TF1 `FileWriter`: the writes rank 0 owns.
-fn writes_through_file_writer(rewrite: &ModuleRewrite, call: &ast::ExprCall) -> bool {
-    let Expr::Attribute(attribute) = call.func.as_ref() else {
-        return false;
-    };
-    match attribute.attr.as_str() {
-        "add_summary" | "add_graph" | "add_run_metadata" | "add_session_log" => true,
-        "flush" | "close" | "reopen" => {
-            is_graph_mode(rewrite)
-                && rewrite.value_kind_of(&attribute.value) == Some(AbstractValue::FileWriter)
-        }
-        _ => false,
-    }
+/// `writer.add_summary(...)`, `add_graph`, and `flush` / `close` of a TF1
+/// `FileWriter`: the writes rank 0 owns (the summary functions are judged
+/// with the prints).
+fn writes_through_file_writer(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    matches!(call.func.as_ref(), Expr::Attribute(_))
+        && rewrite
+            .call_effects(scope, call)
+            .entry()
+            .is_some_and(|entry| {
+                entry.returns.is_none() && entry.effects == [Effect::WritesSummary]
+            })
 }
 
 /// `ckpt.save(...)`, `manager.save()`, `saver.save(...)`, and the chained
@@ -485,13 +542,11 @@ fn is_checkpoint_save(
     if !matches!(attribute.attr.as_str(), "save" | "write") {
         return false;
     }
-    let known = match attribute.value.as_ref() {
-        Expr::Call(constructor) => rewrite
-            .callee(scope, &constructor.func)
-            .is_some_and(|callee| is_checkpoint_class(&library::canonical_name(&callee))),
-        receiver => crate::analysis::walk::dotted_name(receiver)
-            .is_some_and(|receiver| checkpoints.contains(receiver.as_str())),
-    };
+    let known = rewrite
+        .catalogued_effects(scope, call)
+        .contains(&Effect::SavesCheckpoint)
+        || crate::analysis::walk::dotted_name(&attribute.value)
+            .is_some_and(|receiver| checkpoints.contains(receiver.as_str()));
     // A saver made elsewhere (returned by a graph-building function) still
     // shows itself: `saver.save(sess, path)` takes the session first.
     known
@@ -583,14 +638,4 @@ fn guard_summary_writer(rewrite: &mut ModuleRewrite, scope: &Scope, assign: &ast
         rewrite.tf
     );
     rewrite.edit(Edit::replacement(span(assign.value.as_ref()), replacement));
-}
-
-/// Classes whose `save` writes checkpoint files.
-fn is_checkpoint_class(callee: &str) -> bool {
-    matches!(
-        callee,
-        "tensorflow.train.Checkpoint"
-            | "tensorflow.train.CheckpointManager"
-            | "tensorflow.train.Saver"
-    )
 }

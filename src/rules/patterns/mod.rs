@@ -84,6 +84,27 @@ pub trait Pattern: Sync {
         None
     }
 
+    /// The lines that make every rank wait for the others before anyone
+    /// reads what rank 0 downloaded (`name` names the collective). Without a
+    /// session, the pattern's own barrier; in a TF1 graph, a collective run
+    /// in a graph and CPU-only session of its own, which works whether or
+    /// not eager execution is on, before or after the user's session exists.
+    fn download_barrier(&self, context: &RewriteContext, name: &str) -> Option<Vec<String>> {
+        if !self.runs_in_a_session() {
+            return self.eager_barrier(context, name).map(|line| vec![line]);
+        }
+        let v1 = tf1::compat_v1_name(context);
+        Some(vec![
+            format!(
+                "with {v1}.Graph().as_default(), {v1}.Session(config={v1}.ConfigProto(device_count={{\"GPU\": 0}})) as {name}:"
+            ),
+            format!(
+                "{}{name}.run({}.allreduce({v1}.constant(0), name=\"{name}\"))",
+                context.stylist.indent_unit, context.hvd
+            ),
+        ])
+    }
+
     /// The diagnostics this pattern raises and documents.
     fn codes(&self) -> &'static [Code] {
         &[]

@@ -72,7 +72,7 @@ pub fn config_proto_prefix(rewrite: &ModuleRewrite, call_prefix: &str) -> String
 }
 
 /// The module's name for `tensorflow.compat.v1`, or `<tf>.compat.v1`.
-fn compat_v1_name(rewrite: &ModuleRewrite) -> String {
+pub fn compat_v1_name(rewrite: &crate::rules::context::RewriteContext) -> String {
     rewrite
         .module
         .module

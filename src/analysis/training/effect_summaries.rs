@@ -1,0 +1,264 @@
+//! What each package function writes, removes, creates or downloads on
+//! every rank when it is called, directly or through the package functions
+//! it calls (across modules), worked out once: a helper that calls
+//! `plt.savefig` writes; a method that calls `self.checkpoint.save()`
+//! saves; a `Callback` subclass whose `on_epoch_end` saves an image writes
+//! wherever it is passed. Calls under a rank-0 test, on a path built from
+//! the rank, or in a `try` that catches a lost race are not effects.
+
+use std::collections::HashMap;
+
+use rustpython_parser::ast::{Expr, Stmt};
+
+use super::{Analysis, ModuleAnalysis};
+use crate::analysis::catalogue::{Certainty, Effect};
+use crate::analysis::effects::{self, Known};
+use crate::analysis::walk::{dotted_name, path_to, walk_expression};
+use crate::python::parse::span;
+
+/// One effect a function has on every rank, and where it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reached {
+    pub effect: Effect,
+    /// The call, as written (`plt.savefig`).
+    pub call: String,
+    pub relative_path: String,
+    pub line: usize,
+    /// Known by the call's name only.
+    pub guessed: bool,
+    /// A second call does nothing: a cached download, or a call under a
+    /// test that the file is not there yet.
+    pub skips_what_is_there: bool,
+}
+
+impl Reached {
+    /// "`plt.savefig` in util.py (line 12)".
+    pub fn describe(&self) -> String {
+        let guess = if self.guessed {
+            format!(", whose name says it {}", self.effect.verb())
+        } else {
+            String::new()
+        };
+        format!(
+            "`{}` in {} (line {}){guess}",
+            self.call, self.relative_path, self.line
+        )
+    }
+}
+
+/// The storage effects of every package function by qualified name, and of
+/// every class (its methods' together), through the package calls.
+pub(super) fn effect_summaries(analysis: &Analysis) -> HashMap<String, Vec<Reached>> {
+    let mut own: HashMap<String, Vec<Reached>> = HashMap::new();
+    let mut calls: HashMap<String, Vec<String>> = HashMap::new();
+    for module in &analysis.modules {
+        for (index, scope) in module.scopes.iter().enumerate() {
+            if scope.function.is_none() {
+                continue;
+            }
+            let (effects, callees) = own_effects(analysis, module, index);
+            own.insert(scope.qualified_name.clone(), effects);
+            calls.insert(scope.qualified_name.clone(), callees);
+        }
+    }
+    let mut summaries = own.clone();
+    // Until nothing changes: the call graph may have cycles.
+    loop {
+        let mut changed = false;
+        for (function, callees) in &calls {
+            let mut reached: Vec<Reached> = Vec::new();
+            for callee in callees {
+                if let Some(found) = summaries.get(callee) {
+                    reached.extend(found.iter().cloned());
+                }
+            }
+            let summary = summaries.entry(function.clone()).or_default();
+            for effect in reached {
+                if summary.len() < 8 && !summary.contains(&effect) {
+                    summary.push(effect);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    add_classes(analysis, &mut summaries);
+    summaries
+}
+
+/// A class's methods' effects, under the class's own name.
+fn add_classes(analysis: &Analysis, summaries: &mut HashMap<String, Vec<Reached>>) {
+    for module in &analysis.modules {
+        for scope in module.scopes.iter().filter(|scope| scope.class.is_some()) {
+            let Some((class, _)) = scope.qualified_name.rsplit_once('.') else {
+                continue;
+            };
+            let found = summaries
+                .get(&scope.qualified_name)
+                .cloned()
+                .unwrap_or_default();
+            let entry = summaries.entry(class.to_string()).or_default();
+            for effect in found {
+                if entry.len() < 8 && !entry.contains(&effect) {
+                    entry.push(effect);
+                }
+            }
+        }
+    }
+}
+
+/// A function's own storage effects on every rank, and the package
+/// functions it calls there.
+fn own_effects(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    index: usize,
+) -> (Vec<Reached>, Vec<String>) {
+    let scope = &module.scopes[index];
+    let mut effects = Vec::new();
+    let mut callees = Vec::new();
+    for site in &scope.facts.calls {
+        let statement = span(site.statement);
+        if matches!(
+            site.statement,
+            Stmt::FunctionDef(_) | Stmt::AsyncFunctionDef(_) | Stmt::ClassDef(_)
+        ) || module.index.is_under_rank_zero(&statement)
+            || module.index.is_in_launcher(&statement)
+            || path_depends_on_rank(site.call)
+            || race_is_handled(scope.body, &statement)
+        {
+            continue;
+        }
+        let callee = effects::resolved_callee(analysis.package, module, scope, &site.call.func);
+        if let Some(callee) =
+            callee.filter(|callee| effects::is_package_function(analysis.package, callee))
+        {
+            callees.push(callee);
+            continue;
+        }
+        let known = effects::of_call(
+            &analysis.catalogue,
+            analysis.package,
+            module,
+            index,
+            site.call,
+        );
+        let (found, guessed) = match known {
+            Known::Catalogued(entry) => (
+                entry
+                    .effects
+                    .iter()
+                    .find(|effect| happens_on_storage(effect, site.call))
+                    .cloned(),
+                false,
+            ),
+            Known::ByName(rule) => (Some(rule.effect.clone()), true),
+            Known::Nothing => (None, false),
+        };
+        if let Some(effect) = found {
+            let source = &module.module.source;
+            effects.push(Reached {
+                call: dotted_name(&site.call.func).unwrap_or_else(|| "a call".into()),
+                relative_path: source.relative_path.clone(),
+                line: source.location(span(site.call).start).line,
+                guessed,
+                skips_what_is_there: matches!(effect, Effect::Downloads { cached: true, .. })
+                    || under_file_test(scope.body, &statement),
+                effect,
+            });
+        }
+    }
+    (effects, callees)
+}
+
+/// Whether an effect of a catalogued call changes shared storage in this
+/// call (`open(p)` reads; `os.makedirs(d, exist_ok=True)` races with nobody).
+pub fn happens_on_storage(effect: &Effect, call: &rustpython_parser::ast::ExprCall) -> bool {
+    match effect {
+        Effect::Writes {
+            when: Some(condition),
+            ..
+        } => condition.on(call) != Certainty::Fails,
+        Effect::CreatesDirectory {
+            race_free_when: Some(condition),
+            ..
+        } => condition.on(call) != Certainty::Holds,
+        other => other.changes_storage(),
+    }
+}
+
+/// A path built from the rank (`f"out-{hvd.rank()}.png"`, `os.environ["OMPI_COMM_WORLD_RANK"]`).
+fn path_depends_on_rank(call: &rustpython_parser::ast::ExprCall) -> bool {
+    let mut found = false;
+    for argument in call
+        .args
+        .iter()
+        .chain(call.keywords.iter().map(|keyword| &keyword.value))
+    {
+        walk_expression(argument, &mut |inner| match inner {
+            Expr::Call(inner_call) => {
+                found |= dotted_name(&inner_call.func)
+                    .is_some_and(|name| name.ends_with("rank") || name.ends_with("rank_zero"));
+            }
+            Expr::Constant(constant) => {
+                if let rustpython_parser::ast::Constant::Str(text) = &constant.value {
+                    found |= text.ends_with("RANK")
+                        && text
+                            .chars()
+                            .all(|character| character.is_ascii_uppercase() || character == '_');
+                }
+            }
+            _ => {}
+        });
+    }
+    found
+}
+
+/// Whether a test asks the file system what is there
+/// (`if not os.path.exists(path):`).
+pub fn tests_for_files(test: &Expr) -> bool {
+    let mut found = false;
+    walk_expression(test, &mut |inner| {
+        if let Expr::Call(call) = inner
+            && let Some(name) = dotted_name(&call.func)
+        {
+            let last = name.rsplit('.').next().unwrap_or_default();
+            found |= matches!(
+                last,
+                "exists"
+                    | "isfile"
+                    | "isdir"
+                    | "Exists"
+                    | "IsDirectory"
+                    | "listdir"
+                    | "is_file"
+                    | "is_dir"
+            );
+        }
+    });
+    found
+}
+
+fn under_file_test(body: &[Stmt], statement: &std::ops::Range<usize>) -> bool {
+    path_to(body, statement).is_some_and(|path| {
+        path.iter()
+            .any(|enclosing| matches!(enclosing, Stmt::If(node) if tests_for_files(&node.test)))
+    })
+}
+
+/// The call sits in a `try` that catches the error a lost race raises, or
+/// under a file lock (`with FileLock(...)`).
+fn race_is_handled(body: &[Stmt], statement: &std::ops::Range<usize>) -> bool {
+    path_to(body, statement).is_some_and(|path| {
+        path.iter().any(|enclosing| match enclosing {
+            Stmt::Try(node) => !node.handlers.is_empty(),
+            Stmt::With(node) => node.items.iter().any(|item| {
+                matches!(&item.context_expr, Expr::Call(lock)
+                    if dotted_name(&lock.func).is_some_and(|name| name.ends_with("Lock")))
+            }),
+            _ => false,
+        })
+    })
+}
