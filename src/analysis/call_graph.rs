@@ -40,7 +40,16 @@ impl CallGraph {
         for def in defs.iter().filter(|def| def.is_function()) {
             graph.add_caller(&def.name, &package.modules[def.module].name);
         }
-        for (caller, callee) in eval::run(package, &defs) {
+        // Followed calls and imports nest deeply in large packages.
+        let edges = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .stack_size(256 * 1024 * 1024)
+                .spawn_scoped(scope, || eval::run(package, &defs))
+                .expect("spawning the call-graph thread")
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        for (caller, callee) in edges {
             graph.edges.entry(caller).or_default().insert(callee);
         }
         graph

@@ -27,7 +27,9 @@ pub(super) type Values = BTreeSet<Value>;
 /// Beyond this nesting of followed calls, a call's body is not run again.
 const MAX_DEPTH: usize = 24;
 /// Statements run in all, after which calls are no longer followed.
-const BUDGET: usize = 2_000_000;
+const BUDGET: usize = 1_000_000;
+/// Statements a function no call reached may run when the budget is spent.
+const UNREACHED_BUDGET: usize = 5_000;
 /// A value set larger than this is cut (keeps pathological code bounded).
 const MAX_VALUES: usize = 64;
 
@@ -209,7 +211,7 @@ impl<'a> Interp<'a> {
                 break;
             }
             for (def, frame) in pending {
-                self.budget = self.steps + 20_000.max(BUDGET.saturating_sub(self.steps));
+                self.budget = self.steps + UNREACHED_BUDGET.max(BUDGET.saturating_sub(self.steps));
                 let caller = self.defs.defs[def].name.clone();
                 let ctx = Ctx {
                     frame,
@@ -280,7 +282,12 @@ impl<'a> Interp<'a> {
                 }
                 Value::Class(class) => result.extend(self.instantiate(ctx, *class, args)),
                 Value::Instance(class) => {
-                    let method = self.instance_attribute(*class, "__call__");
+                    // Only methods: an instance held as `__call__` would call itself.
+                    let method: Values = self
+                        .instance_attribute(*class, "__call__")
+                        .into_iter()
+                        .filter(|value| matches!(value, Value::Function(..) | Value::Bound(..)))
+                        .collect();
                     result.extend(self.call(ctx, &method, args));
                 }
                 Value::External(name) => {
