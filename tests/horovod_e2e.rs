@@ -114,6 +114,10 @@ e2e_cases!(
     trainer_estimator_factories,
     keras_rate_scheduler,
     trainer_keras_model_to_estimator,
+    tape_gan_writes_images,
+    trainer_util_download,
+    tape_mkdir_checkpoints,
+    keras_savedmodel_mkdtemp,
 );
 
 #[test]

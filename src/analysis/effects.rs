@@ -6,10 +6,13 @@
 
 use rustpython_parser::ast::{self, Expr};
 
-use super::catalogue::{Catalogue, Entry, NameRule};
-use super::training::{ModuleAnalysis, Scope, callee_name};
+use super::catalogue::{Catalogue, Effect, Entry, NameRule};
+use super::index::CallSite;
+use super::training::effect_summaries::happens_on_storage;
+use super::training::{Analysis, ModuleAnalysis, Scope, callee_name};
 use super::walk::dotted_name;
 use crate::analysis::package::Package;
+use crate::python::parse::span;
 
 /// What the analysis knows of one call.
 #[derive(Debug, Clone, Copy)]
@@ -236,5 +239,230 @@ impl Types<'_, '_> {
                 .filter(|assignment| assignment.name == name)
                 .find_map(|assignment| self.of(index, assignment.value, depth + 1))
         })
+    }
+}
+
+/// Which writes of rank 0 alone a read may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankZeroWrites {
+    /// Those the code makes under a rank-0 test (the program as it is).
+    AsWritten,
+    /// Those too that the rewrite is about to put there: writes on every
+    /// rank of this module and of its own functions.
+    AfterTheRewrite,
+}
+
+/// A write rank 0 alone makes earlier in the same scope as a read on every
+/// rank, of a path built from the same names, with no Horovod collective
+/// between them: a rank may read before rank 0 has written. Returns the
+/// write's line and call.
+pub fn read_before_rank_zero_write(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    read: &CallSite,
+    which: RankZeroWrites,
+) -> Option<(usize, String)> {
+    use crate::analysis::training::effect_summaries::{path_argument, path_tokens};
+    let scope = &module.scopes[scope_index];
+    let read_at = span(read.statement).start;
+    if module.index.is_under_rank_zero(&span(read.statement)) {
+        return None;
+    }
+    let entry = of_call(
+        &analysis.catalogue,
+        analysis.package,
+        module,
+        scope_index,
+        read.call,
+    )
+    .entry()?;
+    let read_effect = entry.find(|effect| matches!(effect, Effect::Reads { .. }))?;
+    if entry.has(|effect| {
+        matches!(effect, Effect::Writes { .. }) && happens_on_storage(effect, read.call)
+    }) {
+        return None;
+    }
+    let read_tokens = path_argument(read_effect, read.call)
+        .map(path_tokens)
+        .unwrap_or_default();
+    let related = |tokens: &[String]| {
+        read_tokens.is_empty()
+            || tokens.is_empty()
+            || tokens.iter().any(|token| read_tokens.contains(token))
+    };
+    let mut last_write = None;
+    for site in scope
+        .facts
+        .calls
+        .iter()
+        .filter(|site| span(site.statement).end <= read_at)
+    {
+        if is_horovod_collective(site.call) {
+            last_write = None;
+            continue;
+        }
+        if let Some(tokens) = rank_zero_write(analysis, module, scope_index, site, which)
+            && related(&tokens)
+        {
+            let line = module.module.source.location(span(site.call).start).line;
+            last_write = Some((line, dotted_name(&site.call.func).unwrap_or_default()));
+        }
+    }
+    last_write
+}
+
+/// The path tokens of a write rank 0 alone makes at this call, directly or
+/// through a package function.
+fn rank_zero_write(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    site: &CallSite,
+    which: RankZeroWrites,
+) -> Option<Vec<String>> {
+    use crate::analysis::training::effect_summaries::{path_argument, path_tokens};
+    let scope = &module.scopes[scope_index];
+    let guarded = module.index.is_under_rank_zero(&span(site.statement));
+    // Writes the rewrite guards in this scope get their wait from the rank-0
+    // pass, right after them.
+    if guarded {
+        let entry = of_call(
+            &analysis.catalogue,
+            analysis.package,
+            module,
+            scope_index,
+            site.call,
+        )
+        .entry();
+        if let Some(effect) = entry.and_then(|entry| {
+            entry.find(|effect| {
+                matches!(effect, Effect::Writes { .. } | Effect::SavesCheckpoint)
+                    && happens_on_storage(effect, site.call)
+            })
+        }) {
+            return Some(
+                path_argument(effect, site.call)
+                    .map(path_tokens)
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    let callee = resolved_callee(analysis.package, module, scope, &site.call.func)?;
+    let effects = &analysis.effects;
+    let mut writes: Vec<&crate::analysis::training::effect_summaries::Reached> = effects
+        .rank_zero_writes
+        .get(&callee)
+        .into_iter()
+        .flatten()
+        .collect();
+    if which == RankZeroWrites::AfterTheRewrite
+        && callee.starts_with(&format!("{}.", module.module.name))
+    {
+        writes.extend(
+            effects
+                .every_rank
+                .get(&callee)
+                .into_iter()
+                .flatten()
+                .filter(|reached| {
+                    matches!(reached.effect, Effect::Writes { .. }) && !reached.guessed
+                }),
+        );
+    }
+    (!writes.is_empty()).then(|| {
+        writes
+            .iter()
+            .flat_map(|reached| reached.path_tokens.clone())
+            .collect()
+    })
+}
+
+/// `hvd.allreduce(...)`, `hvd.join()`, `hvd.broadcast_object(...)`: every
+/// rank waits for the others there.
+pub fn is_horovod_collective(call: &ast::ExprCall) -> bool {
+    dotted_name(&call.func).is_some_and(|name| {
+        let last = name.rsplit('.').next().unwrap_or_default();
+        name.contains('.')
+            && matches!(
+                last,
+                "allreduce"
+                    | "barrier"
+                    | "join"
+                    | "broadcast"
+                    | "broadcast_object"
+                    | "allgather"
+                    | "allgather_object"
+                    | "broadcast_variables"
+            )
+            || name.ends_with(".run") && name.contains("barrier")
+    })
+}
+
+/// Whether an effect of a call is on a path of this process alone: one a
+/// catalogued call made per process (`tempfile.mkdtemp()`), directly,
+/// through names the scope (or the module) assigns, or joined onto one.
+pub fn path_is_per_process(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    call: &ast::ExprCall,
+    effect: &Effect,
+) -> bool {
+    let Some(path) = crate::analysis::training::effect_summaries::path_argument(effect, call)
+    else {
+        return false;
+    };
+    PerProcess { analysis, module }.holds(scope_index, path, 0)
+}
+
+struct PerProcess<'a> {
+    analysis: &'a Analysis<'a>,
+    module: &'a ModuleAnalysis<'a>,
+}
+
+impl PerProcess<'_> {
+    fn holds(&self, scope_index: usize, expr: &Expr, depth: usize) -> bool {
+        if depth > 5 {
+            return false;
+        }
+        let scope = &self.module.scopes[scope_index];
+        match expr {
+            Expr::Call(call) => {
+                let catalogued =
+                    callee_name(self.analysis.package, self.module.module, scope, &call.func)
+                        .and_then(|callee| self.analysis.catalogue.call(&callee))
+                        .is_some_and(|entry| entry.has(|effect| *effect == Effect::TemporaryPath));
+                // `os.path.join(tmp, "model")`, `str(tmp)`: built on its first argument.
+                catalogued
+                    || call
+                        .args
+                        .first()
+                        .is_some_and(|first| self.holds(scope_index, first, depth + 1))
+            }
+            Expr::Attribute(attribute) => self.holds(scope_index, &attribute.value, depth + 1),
+            Expr::BinOp(operation) => self.holds(scope_index, &operation.left, depth + 1),
+            Expr::JoinedStr(joined) => joined
+                .values
+                .iter()
+                .find(|value| !matches!(value, Expr::Constant(_)))
+                .is_some_and(|value| match value {
+                    Expr::FormattedValue(formatted) => {
+                        self.holds(scope_index, &formatted.value, depth + 1)
+                    }
+                    _ => false,
+                }),
+            Expr::Name(name) => [scope_index, 0].iter().any(|index| {
+                let mut values = self.module.scopes[*index]
+                    .facts
+                    .assignments
+                    .iter()
+                    .filter(|assignment| assignment.name == name.id.as_str())
+                    .peekable();
+                values.peek().is_some()
+                    && values.all(|assignment| self.holds(*index, assignment.value, depth + 1))
+            }),
+            _ => false,
+        }
     }
 }

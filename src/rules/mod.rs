@@ -295,6 +295,10 @@ fn rewrite_one_pattern<'a>(
         passes::downloads::DOWNLOAD_ON_RANK_ZERO_FIRST,
         passes::downloads::run,
     );
+    rewrite.run_pass(
+        passes::read_barrier::WAIT_BEFORE_READING_BACK,
+        passes::read_barrier::run,
+    );
     assumptions::check(&mut rewrite);
     let owner = single_gpu_training(module, plugin, &rewrite);
     ModuleRewriteResult {

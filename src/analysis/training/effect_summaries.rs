@@ -29,6 +29,9 @@ pub struct Reached {
     /// A second call does nothing: a cached download, or a call under a
     /// test that the file is not there yet.
     pub skips_what_is_there: bool,
+    /// The names and strings the path argument is built from, to tell
+    /// whether a read may be of what this wrote.
+    pub path_tokens: Vec<String>,
 }
 
 impl Reached {
@@ -46,26 +49,51 @@ impl Reached {
     }
 }
 
-/// The storage effects of every package function by qualified name, and of
-/// every class (its methods' together), through the package calls.
-pub(super) fn effect_summaries(analysis: &Analysis) -> HashMap<String, Vec<Reached>> {
+/// What package functions do to storage.
+#[derive(Debug, Default)]
+pub struct EffectSummaries {
+    /// On every rank, by function and class (its methods' together),
+    /// through the package calls.
+    pub every_rank: HashMap<String, Vec<Reached>>,
+    /// The writes rank 0 alone makes (under a rank-0 test), through calls.
+    pub rank_zero_writes: HashMap<String, Vec<Reached>>,
+}
+
+/// The effect summaries of every package function.
+pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
     let mut own: HashMap<String, Vec<Reached>> = HashMap::new();
+    let mut own_rank_zero: HashMap<String, Vec<Reached>> = HashMap::new();
     let mut calls: HashMap<String, Vec<String>> = HashMap::new();
     for module in &analysis.modules {
         for (index, scope) in module.scopes.iter().enumerate() {
             if scope.function.is_none() {
                 continue;
             }
-            let (effects, callees) = own_effects(analysis, module, index);
-            own.insert(scope.qualified_name.clone(), effects);
-            calls.insert(scope.qualified_name.clone(), callees);
+            let found = own_effects(analysis, module, index);
+            own.insert(scope.qualified_name.clone(), found.every_rank);
+            own_rank_zero.insert(scope.qualified_name.clone(), found.rank_zero_writes);
+            calls.insert(scope.qualified_name.clone(), found.callees);
         }
     }
-    let mut summaries = own.clone();
+    let mut every_rank = propagate(own, &calls);
+    add_classes(analysis, &mut every_rank);
+    EffectSummaries {
+        every_rank,
+        rank_zero_writes: propagate(own_rank_zero, &calls),
+    }
+}
+
+/// Adds to each function what its callees reach, until nothing changes
+/// (the call graph may have cycles).
+fn propagate(
+    own: HashMap<String, Vec<Reached>>,
+    calls: &HashMap<String, Vec<String>>,
+) -> HashMap<String, Vec<Reached>> {
+    let mut summaries = own;
     // Until nothing changes: the call graph may have cycles.
     loop {
         let mut changed = false;
-        for (function, callees) in &calls {
+        for (function, callees) in calls {
             let mut reached: Vec<Reached> = Vec::new();
             for callee in callees {
                 if let Some(found) = summaries.get(callee) {
@@ -84,7 +112,6 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> HashMap<String, Vec<Reach
             break;
         }
     }
-    add_classes(analysis, &mut summaries);
     summaries
 }
 
@@ -109,68 +136,143 @@ fn add_classes(analysis: &Analysis, summaries: &mut HashMap<String, Vec<Reached>
     }
 }
 
-/// A function's own storage effects on every rank, and the package
-/// functions it calls there.
-fn own_effects(
-    analysis: &Analysis,
-    module: &ModuleAnalysis,
-    index: usize,
-) -> (Vec<Reached>, Vec<String>) {
+/// One function's own effects and the package functions it calls.
+#[derive(Default)]
+struct OwnEffects {
+    every_rank: Vec<Reached>,
+    rank_zero_writes: Vec<Reached>,
+    callees: Vec<String>,
+}
+
+/// A function's own storage effects on every rank, its writes on rank 0,
+/// and the package functions it calls on every rank.
+fn own_effects(analysis: &Analysis, module: &ModuleAnalysis, index: usize) -> OwnEffects {
     let scope = &module.scopes[index];
-    let mut effects = Vec::new();
-    let mut callees = Vec::new();
+    let mut found = OwnEffects::default();
     for site in &scope.facts.calls {
         let statement = span(site.statement);
         if matches!(
             site.statement,
             Stmt::FunctionDef(_) | Stmt::AsyncFunctionDef(_) | Stmt::ClassDef(_)
-        ) || module.index.is_under_rank_zero(&statement)
-            || module.index.is_in_launcher(&statement)
-            || path_depends_on_rank(site.call)
-            || race_is_handled(scope.body, &statement)
+        ) || module.index.is_in_launcher(&statement)
         {
+            continue;
+        }
+        if module.index.is_under_rank_zero(&statement) {
+            found
+                .rank_zero_writes
+                .extend(reached(analysis, module, index, site).filter(|reached| {
+                    matches!(
+                        reached.effect,
+                        Effect::Writes { .. } | Effect::SavesCheckpoint
+                    )
+                }));
+            continue;
+        }
+        if path_depends_on_rank(site.call) || race_is_handled(scope.body, &statement) {
             continue;
         }
         let callee = effects::resolved_callee(analysis.package, module, scope, &site.call.func);
         if let Some(callee) =
             callee.filter(|callee| effects::is_package_function(analysis.package, callee))
         {
-            callees.push(callee);
+            found.callees.push(callee);
             continue;
         }
-        let known = effects::of_call(
-            &analysis.catalogue,
-            analysis.package,
-            module,
-            index,
-            site.call,
-        );
-        let (found, guessed) = match known {
-            Known::Catalogued(entry) => (
-                entry
-                    .effects
-                    .iter()
-                    .find(|effect| happens_on_storage(effect, site.call))
-                    .cloned(),
-                false,
-            ),
-            Known::ByName(rule) => (Some(rule.effect.clone()), true),
-            Known::Nothing => (None, false),
-        };
-        if let Some(effect) = found {
-            let source = &module.module.source;
-            effects.push(Reached {
-                call: dotted_name(&site.call.func).unwrap_or_else(|| "a call".into()),
-                relative_path: source.relative_path.clone(),
-                line: source.location(span(site.call).start).line,
-                guessed,
-                skips_what_is_there: matches!(effect, Effect::Downloads { cached: true, .. })
-                    || under_file_test(scope.body, &statement),
-                effect,
-            });
-        }
+        found
+            .every_rank
+            .extend(reached(analysis, module, index, site));
     }
-    (effects, callees)
+    found
+}
+
+/// The storage effect of one catalogued call (or of its name), with its place.
+fn reached(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    index: usize,
+    site: &crate::analysis::index::CallSite,
+) -> Option<Reached> {
+    let scope = &module.scopes[index];
+    let statement = span(site.statement);
+    let known = effects::of_call(
+        &analysis.catalogue,
+        analysis.package,
+        module,
+        index,
+        site.call,
+    );
+    let (effect, guessed) = match known {
+        Known::Catalogued(entry) => (
+            entry
+                .effects
+                .iter()
+                .find(|effect| happens_on_storage(effect, site.call))
+                .cloned()?,
+            false,
+        ),
+        Known::ByName(rule) => (rule.effect.clone(), true),
+        Known::Nothing => return None,
+    };
+    if effects::path_is_per_process(analysis, module, index, site.call, &effect) {
+        return None;
+    }
+    let source = &module.module.source;
+    Some(Reached {
+        path_tokens: path_argument(&effect, site.call)
+            .map(path_tokens)
+            .unwrap_or_default(),
+        call: dotted_name(&site.call.func).unwrap_or_else(|| "a call".into()),
+        relative_path: source.relative_path.clone(),
+        line: source.location(span(site.call).start).line,
+        guessed,
+        skips_what_is_there: matches!(effect, Effect::Downloads { cached: true, .. })
+            || under_file_test(scope.body, &statement),
+        effect,
+    })
+}
+
+/// The expression a call passes as the path of an effect.
+pub fn path_argument<'c>(
+    effect: &Effect,
+    call: &'c rustpython_parser::ast::ExprCall,
+) -> Option<&'c Expr> {
+    let argument = match effect {
+        Effect::Writes { path, .. }
+        | Effect::Reads { path }
+        | Effect::CreatesDirectory { path, .. }
+        | Effect::Removes { path, .. } => path.as_ref(),
+        Effect::Downloads { to, .. } => to.as_ref(),
+        _ => None,
+    }?;
+    argument.of(call)
+}
+
+/// The names, attributes and string pieces a path is built from
+/// (`os.path.join(SAMPLE_DIR, "epoch_%03d.png" % epoch)` gives `SAMPLE_DIR`,
+/// `epoch_`, `png`, `epoch`), without the functions that join them.
+pub fn path_tokens(path: &Expr) -> Vec<String> {
+    // The functions a path is built with say nothing of which file it is.
+    const BUILDERS: &[&str] = &["os", "path", "join", "format", "str", "pathlib", "Path"];
+    let mut tokens = Vec::new();
+    walk_expression(path, &mut |inner| match inner {
+        Expr::Name(name) => tokens.push(name.id.to_string()),
+        Expr::Attribute(attribute) => tokens.push(attribute.attr.to_string()),
+        Expr::Constant(constant) => {
+            if let rustpython_parser::ast::Constant::Str(text) = &constant.value {
+                tokens.extend(
+                    text.split(|character: char| !character.is_alphanumeric() && character != '_')
+                        .filter(|piece| piece.len() > 2)
+                        .map(str::to_string),
+                );
+            }
+        }
+        _ => {}
+    });
+    tokens.retain(|token| !BUILDERS.contains(&token.as_str()));
+    tokens.sort();
+    tokens.dedup();
+    tokens
 }
 
 /// Whether an effect of a catalogued call changes shared storage in this

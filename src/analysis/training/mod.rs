@@ -185,7 +185,7 @@ pub struct Analysis<'a> {
     pub catalogue: std::sync::Arc<super::catalogue::Catalogue>,
     /// What each package function and class writes, removes, creates or
     /// downloads on every rank, through the functions it calls.
-    pub effects: HashMap<String, Vec<effect_summaries::Reached>>,
+    pub effects: effect_summaries::EffectSummaries,
 }
 
 impl<'a> Analysis<'a> {
@@ -228,7 +228,7 @@ impl<'a> Analysis<'a> {
             functions,
             keras_pin: super::keras_version::pinned_generation(&package.root),
             catalogue,
-            effects: HashMap::new(),
+            effects: effect_summaries::EffectSummaries::default(),
         };
         analysis.effects = effect_summaries::effect_summaries(&analysis);
         analysis

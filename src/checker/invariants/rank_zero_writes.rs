@@ -55,6 +55,7 @@ impl Invariant for RankZeroWrites {
                 continue;
             }
             if let Some(decision) = reads_standard_input(program, call)
+                .or_else(|| read_before_write_is_done(program, call))
                 .or_else(|| by_catalogue(program, calls, call))
                 .or_else(|| through_package_function(program, call))
             {
@@ -89,6 +90,17 @@ fn by_catalogue(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> O
                 // A summary writer per rank is made a no-op one by the
                 // rewrite; summary ops are computed by every rank.
                 Effect::WritesSummary => None,
+                effect
+                    if effects::path_is_per_process(
+                        program.analysis,
+                        program.module,
+                        call.scope_index,
+                        call.site.call,
+                        effect,
+                    ) =>
+                {
+                    None
+                }
                 effect => Some(write(program, call, effect)),
             }
         }
@@ -109,6 +121,28 @@ fn by_catalogue(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> O
     }
 }
 
+/// A read on every rank of what rank 0 alone wrote earlier in the scope,
+/// with no collective between: a rank may read before rank 0 has written.
+fn read_before_write_is_done(program: &Program, call: &ScopedCall) -> Option<Decision> {
+    let (write_line, write) = effects::read_before_rank_zero_write(
+        program.analysis,
+        program.module,
+        call.scope_index,
+        call.site,
+        effects::RankZeroWrites::AsWritten,
+    )?;
+    let line = program.line(call.range().start);
+    Some(
+        Decision::new(
+            RANK_ZERO_WRITES,
+            Verdict::Unknown,
+            call.range(),
+            format!("the read at line {line} runs on every rank after `{write}` (line {write_line}) wrote on rank 0 only, with no barrier between: a rank may read before rank 0 has written"),
+        )
+        .with_suggestion("wait for rank 0 before reading (`hvd.allreduce(0, name=\"read_barrier\")`, or `hvd.join()`)"),
+    )
+}
+
 /// A call of a package function of another module that writes or
 /// downloads on every rank (its summary says where).
 fn through_package_function(program: &Program, call: &ScopedCall) -> Option<Decision> {
@@ -117,7 +151,7 @@ fn through_package_function(program: &Program, call: &ScopedCall) -> Option<Deci
     if callee.starts_with(&format!("{}.", program.module.module.name)) {
         return None;
     }
-    let effects = program.analysis.effects.get(callee)?;
+    let effects = program.analysis.effects.every_rank.get(callee)?;
     let reached = effects.first()?;
     let line = program.line(call.range().start);
     // Rank 0 called it first, and what it does skips what is there.

@@ -128,7 +128,7 @@ fn through_package_function(
     if callee.starts_with(&format!("{}.", rewrite.module.module.name)) {
         return None;
     }
-    let reached = analysis.effects.get(&callee)?;
+    let reached = analysis.effects.every_rank.get(&callee)?;
     let downloads = reached
         .iter()
         .any(|effect| matches!(effect.effect, Effect::Downloads { .. }));

@@ -12,6 +12,7 @@ pub mod learning_rate;
 pub mod loop_steps;
 pub mod rank_zero;
 pub mod rate_changers;
+pub mod read_barrier;
 pub mod seeds;
 pub mod sharding;
 pub mod strategies;
@@ -27,6 +28,7 @@ pub fn codes() -> Vec<Code> {
         loop_steps::CODES,
         rank_zero::CODES,
         rate_changers::CODES,
+        read_barrier::CODES,
         seeds::CODES,
         strategies::CODES,
     ]

@@ -313,6 +313,9 @@ fn must_run_on_rank_zero(
     let Expr::Call(call) = call else {
         return false;
     };
+    if writes_per_process_path(rewrite, scope, call) {
+        return false;
+    }
     if assigned {
         return is_checkpoint_save(rewrite, scope, call, checkpoints);
     }
@@ -487,6 +490,32 @@ fn use_race_free_sibling(
         span(call),
         format!("every worker makes this directory: `{receiver}.{}` would fail on all but the first, so it became `{receiver}.{sibling}`, which also makes missing parents and accepts a directory already there", attribute.attr),
     ));
+}
+
+/// A write to a path of this process alone (`tempfile.mkdtemp()`): every
+/// rank writes its own, and reads it back.
+fn writes_per_process_path(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    let Some(index) = rewrite
+        .module
+        .scopes
+        .iter()
+        .position(|candidate| std::ptr::eq(candidate, scope))
+    else {
+        return false;
+    };
+    rewrite
+        .catalogued_effects(scope, call)
+        .iter()
+        .any(|effect| {
+            matches!(effect, Effect::Writes { .. })
+                && crate::analysis::effects::path_is_per_process(
+                    rewrite.analysis,
+                    rewrite.module,
+                    index,
+                    call,
+                    effect,
+                )
+        })
 }
 
 /// A catalogued write or removal of files every worker shares (`np.save`,

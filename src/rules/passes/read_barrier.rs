@@ -1,0 +1,70 @@
+//! A file rank 0 alone writes (now that the rewrite guards the writes) and
+//! every rank then reads (`Image.open` of the PNG a helper saved each epoch,
+//! `load_model` of a checkpoint) would be read by the others before rank 0
+//! has written it: everyone waits for rank 0 before the read.
+//!
+//! Input: every scope's calls, the catalogue, the effect summaries. Output:
+//! a barrier before each such read, with DST129. Reads inside a loop are
+//! left alone (a barrier there would have to run as often on every rank);
+//! the checker reports them.
+
+use crate::analysis::effects::{RankZeroWrites, read_before_rank_zero_write};
+use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::python::parse::span;
+use crate::rules::rewrite::ModuleRewrite;
+
+pub const WAIT_BEFORE_READING_BACK: Code = Code::new(
+    "DST129",
+    "wait-before-reading-back",
+    Severity::Info,
+    "A file rank 0 alone writes is read by every rank further down: everyone waits for rank 0 before reading it.",
+);
+
+pub const CODES: &[Code] = &[WAIT_BEFORE_READING_BACK];
+
+pub fn run(rewrite: &mut ModuleRewrite) {
+    let Some(initialised_at) = rewrite.horovod_initialised_at else {
+        return;
+    };
+    let module = rewrite.module;
+    let mut waited_before = std::collections::HashSet::new();
+    for (index, scope) in module.scopes.iter().enumerate() {
+        for site in &scope.facts.calls {
+            let statement = span(site.statement);
+            let runs_before_init = scope.function.is_none() && statement.start < initialised_at;
+            if runs_before_init
+                || !site.enclosing_loops.is_empty()
+                || waited_before.contains(&statement.start)
+                || module.index.is_in_launcher(&statement)
+                || !rewrite.owns_its_lines(&statement)
+            {
+                continue;
+            }
+            let Some((line, write)) = read_before_rank_zero_write(
+                rewrite.analysis,
+                module,
+                index,
+                site,
+                RankZeroWrites::AfterTheRewrite,
+            ) else {
+                continue;
+            };
+            let Some(mut barrier) = rewrite
+                .plugin
+                .download_barrier(&rewrite.context, "read_barrier")
+            else {
+                return;
+            };
+            if let Some(last) = barrier.last_mut() {
+                last.push_str("  # rank 0 has written what is read next");
+            }
+            waited_before.insert(statement.start);
+            rewrite.insert_before_statement(&statement, &barrier);
+            rewrite.diagnose(Diagnostic::new(
+                WAIT_BEFORE_READING_BACK,
+                span(site.call),
+                format!("this reads what `{write}` (line {line}) writes on rank 0 only: every rank now waits for rank 0 before reading"),
+            ));
+        }
+    }
+}
