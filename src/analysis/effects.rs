@@ -466,3 +466,56 @@ impl PerProcess<'_> {
         }
     }
 }
+
+/// Whether an expression reads the rank (`hvd.rank()`, `local_rank()`, or
+/// a launcher's `..._RANK` variable), directly or through up to three
+/// assignments of the scope or the module: a path built from it is the
+/// rank's own.
+pub fn depends_on_rank(module: &ModuleAnalysis, scope_index: usize, expr: &Expr) -> bool {
+    let mentions_rank = |expr: &Expr| {
+        let mut found = false;
+        crate::analysis::walk::walk_expression(expr, &mut |inner| match inner {
+            Expr::Call(call) => {
+                found |= dotted_name(&call.func).is_some_and(|name| {
+                    let last = name.rsplit('.').next().unwrap_or_default();
+                    matches!(last, "rank" | "local_rank" | "cross_rank")
+                });
+            }
+            Expr::Constant(constant) => {
+                if let ast::Constant::Str(text) = &constant.value {
+                    found |= text.ends_with("RANK")
+                        && text
+                            .chars()
+                            .all(|character| character.is_ascii_uppercase() || character == '_');
+                }
+            }
+            _ => {}
+        });
+        found
+    };
+    let mut frontier = vec![expr];
+    for _ in 0..4 {
+        if frontier.iter().any(|expr| mentions_rank(expr)) {
+            return true;
+        }
+        let mut next = Vec::new();
+        for expr in &frontier {
+            crate::analysis::walk::walk_expression(expr, &mut |inner| {
+                if let Expr::Name(name) = inner {
+                    for index in [scope_index, 0] {
+                        next.extend(
+                            module.scopes[index]
+                                .facts
+                                .assignments
+                                .iter()
+                                .filter(|assignment| assignment.name == name.id.as_str())
+                                .map(|assignment| assignment.value),
+                        );
+                    }
+                }
+            });
+        }
+        frontier = next;
+    }
+    false
+}

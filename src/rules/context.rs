@@ -136,6 +136,26 @@ impl<'a> RewriteContext<'a> {
         library::library_class(&self.callee(scope, &call.func)?)
     }
 
+    /// Whether statements (and the blocks in them) call Horovod anywhere.
+    pub fn calls_horovod_in(&self, body: &[rustpython_parser::ast::Stmt]) -> bool {
+        body.iter().any(|stmt| {
+            let mut found = false;
+            crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| {
+                walk_expression(expr, &mut |inner| {
+                    if let Expr::Call(call) = inner
+                        && let Expr::Attribute(attribute) = call.func.as_ref()
+                    {
+                        found |= self.is_horovod_expression(&attribute.value);
+                    }
+                });
+            });
+            found
+                || crate::analysis::walk::nested_bodies(stmt)
+                    .into_iter()
+                    .any(|nested| self.calls_horovod_in(nested))
+        })
+    }
+
     /// Whether an expression calls `<horovod>.<function>(...)` anywhere in it.
     pub fn calls_horovod(&self, expr: &Expr, function: &str) -> bool {
         let mut found = false;

@@ -250,7 +250,7 @@ pub fn path_argument<'c>(
 
 /// The names, attributes and string pieces a path is built from
 /// (`os.path.join(SAMPLE_DIR, "epoch_%03d.png" % epoch)` gives `SAMPLE_DIR`,
-/// `epoch_`, `png`, `epoch`), without the functions that join them.
+/// `epoch_` and `epoch`), without extensions or the functions that join them.
 pub fn path_tokens(path: &Expr) -> Vec<String> {
     // The functions a path is built with say nothing of which file it is.
     const BUILDERS: &[&str] = &["os", "path", "join", "format", "str", "pathlib", "Path"];
@@ -260,8 +260,20 @@ pub fn path_tokens(path: &Expr) -> Vec<String> {
         Expr::Attribute(attribute) => tokens.push(attribute.attr.to_string()),
         Expr::Constant(constant) => {
             if let rustpython_parser::ast::Constant::Str(text) = &constant.value {
+                // A file's extension says nothing of which file it is.
+                let stem = match text.rsplit_once('.') {
+                    Some((stem, extension))
+                        if extension.len() <= 8
+                            && extension
+                                .chars()
+                                .all(|character| character.is_ascii_alphanumeric()) =>
+                    {
+                        stem
+                    }
+                    _ => text.as_str(),
+                };
                 tokens.extend(
-                    text.split(|character: char| !character.is_alphanumeric() && character != '_')
+                    stem.split(|character: char| !character.is_alphanumeric() && character != '_')
                         .filter(|piece| piece.len() > 2)
                         .map(str::to_string),
                 );

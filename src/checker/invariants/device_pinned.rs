@@ -60,6 +60,9 @@ impl Invariant for DevicePinned {
                 continue;
             };
             let line = program.line(call.range().start);
+            if uses_no_gpu(&config.value) {
+                continue;
+            }
             let Some(name) = dotted_name(&config.value) else {
                 if !program.calls_horovod_function(call.scope, &config.value, "local_rank") {
                     decisions.push(Decision::new(DEVICE_PINNED, Verdict::Unknown, span(&config.value), format!("the session at line {line} is configured by an expression the checker cannot follow, so it cannot show the GPU is pinned by `hvd.local_rank()`")));
@@ -94,6 +97,21 @@ impl Invariant for DevicePinned {
         )
         .with_suggestion("after `hvd.init()`, make `gpus[hvd.local_rank()]` the only visible GPU (`tf.config.experimental.set_visible_devices`)")]
     }
+}
+
+/// `ConfigProto(device_count={"GPU": 0})`: a session that uses no GPU (a
+/// barrier's own) takes none from the others.
+fn uses_no_gpu(config: &rustpython_parser::ast::Expr) -> bool {
+    use rustpython_parser::ast::{Constant, Expr};
+    let rustpython_parser::ast::Expr::Call(proto) = config else {
+        return false;
+    };
+    keyword(proto, "device_count").is_some_and(|count| {
+        matches!(&count.value, Expr::Dict(dict) if dict.keys.iter().zip(&dict.values).any(|(key, value)| {
+            matches!(key, Some(Expr::Constant(key)) if key.value == Constant::Str("GPU".into()))
+                && matches!(value, Expr::Constant(value) if value.value == Constant::Int(0.into()))
+        }))
+    })
 }
 
 /// Whether `<proto>.gpu_options.visible_device_list` is assigned from the local rank.

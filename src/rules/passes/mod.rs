@@ -15,6 +15,7 @@ pub mod rate_changers;
 pub mod read_barrier;
 pub mod seeds;
 pub mod sharding;
+pub mod shared_writes;
 pub mod strategies;
 
 use crate::diagnostics::Code;

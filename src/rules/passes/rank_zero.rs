@@ -18,13 +18,14 @@ use crate::analysis::catalogue::Effect;
 use crate::analysis::index::AbstractValue;
 use crate::analysis::library;
 use crate::analysis::training::Scope;
-use crate::analysis::training::effect_summaries::happens_on_storage;
+use crate::analysis::training::effect_summaries::{happens_on_storage, path_argument, path_tokens};
 use crate::analysis::walk::{
     calls_in_statement, is_scope, nested_bodies, walk_expression, walk_statement_expressions,
 };
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
+use crate::rules::passes::shared_writes;
 use crate::rules::rewrite::ModuleRewrite;
 
 pub const PRINT_WITH_SIDE_EFFECTS: Code = Code::new(
@@ -254,20 +255,39 @@ fn barrier_before_reading_back(
     group_end: usize,
 ) {
     let effects = |call: &ast::ExprCall| rewrite.catalogued_effects(scope, call);
-    let save = group.iter().find_map(|stmt| {
-        calls_in_statement(stmt).into_iter().find(|call| {
-            effects(call).iter().any(|effect| {
-                matches!(effect, Effect::Writes { .. } | Effect::SavesCheckpoint)
+    // The calls of the group that write, with the names their paths are built from.
+    let mut written: Vec<String> = Vec::new();
+    let mut save = None;
+    for stmt in group {
+        for call in calls_in_statement(stmt) {
+            for effect in effects(call) {
+                if matches!(effect, Effect::Writes { .. } | Effect::SavesCheckpoint)
                     && happens_on_storage(effect, call)
-            })
-        })
-    });
+                {
+                    save = save.or(Some(call));
+                    written.extend(
+                        path_argument(effect, call)
+                            .map(path_tokens)
+                            .unwrap_or_default(),
+                    );
+                }
+            }
+        }
+    }
     let Some(save) = save else {
         return;
     };
     let reads_back = scope.facts.calls.iter().any(|site| {
         span(site.statement).start >= group_end
             && reads_without_writing(effects(site.call), site.call)
+            && effects(site.call).iter().any(|effect| {
+                let read = path_argument(effect, site.call)
+                    .map(path_tokens)
+                    .unwrap_or_default();
+                written.is_empty()
+                    || read.is_empty()
+                    || read.iter().any(|token| written.contains(token))
+            })
     });
     if !reads_back || rewrite.text[group_end..].contains("save_barrier") {
         return;
@@ -308,12 +328,13 @@ fn must_run_on_rank_zero(
     let (call, assigned) = match stmt {
         Stmt::Expr(expression) => (expression.value.as_ref(), false),
         Stmt::Assign(assign) => (assign.value.as_ref(), true),
+        Stmt::With(_) => return shared_writes::writes_in_with_block(rewrite, scope, stmt),
         _ => return false,
     };
     let Expr::Call(call) = call else {
         return false;
     };
-    if writes_per_process_path(rewrite, scope, call) {
+    if shared_writes::writes_own_path(rewrite, scope, call) {
         return false;
     }
     if assigned {
@@ -345,7 +366,7 @@ fn must_run_on_rank_zero(
         return true;
     }
     if is_checkpoint_save(rewrite, scope, call, checkpoints)
-        || writes_shared_files(rewrite, scope, call)
+        || shared_writes::writes_shared_files(rewrite, scope, call)
     {
         return true;
     }
@@ -490,45 +511,6 @@ fn use_race_free_sibling(
         span(call),
         format!("every worker makes this directory: `{receiver}.{}` would fail on all but the first, so it became `{receiver}.{sibling}`, which also makes missing parents and accepts a directory already there", attribute.attr),
     ));
-}
-
-/// A write to a path of this process alone (`tempfile.mkdtemp()`): every
-/// rank writes its own, and reads it back.
-fn writes_per_process_path(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
-    let Some(index) = rewrite
-        .module
-        .scopes
-        .iter()
-        .position(|candidate| std::ptr::eq(candidate, scope))
-    else {
-        return false;
-    };
-    rewrite
-        .catalogued_effects(scope, call)
-        .iter()
-        .any(|effect| {
-            matches!(effect, Effect::Writes { .. })
-                && crate::analysis::effects::path_is_per_process(
-                    rewrite.analysis,
-                    rewrite.module,
-                    index,
-                    call,
-                    effect,
-                )
-        })
-}
-
-/// A catalogued write or removal of files every worker shares (`np.save`,
-/// `plt.savefig`, `shutil.rmtree`, a figure's `savefig`, a PIL image's
-/// `save`): one worker must own it.
-fn writes_shared_files(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
-    rewrite
-        .catalogued_effects(scope, call)
-        .iter()
-        .any(|effect| {
-            matches!(effect, Effect::Writes { .. } | Effect::Removes { .. })
-                && happens_on_storage(effect, call)
-        })
 }
 
 /// TF1 graph mode: summaries are ops that a `FileWriter` writes.

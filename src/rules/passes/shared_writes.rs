@@ -1,0 +1,142 @@
+//! Which statements write to storage every worker shares, for the rank-0
+//! pass: a catalogued write or removal (`np.save`, a figure's `savefig`, a
+//! PIL image's `save`), or a `with` block whose context writes a file
+//! (`with open(path, "w") as f:`), unless the path is the rank's own (built
+//! from the rank) or the process's own (`tempfile.mkdtemp()`).
+
+use std::collections::HashSet;
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::bindings::assigned_names;
+use crate::analysis::catalogue::{Certainty, Effect};
+use crate::analysis::effects;
+use crate::analysis::training::Scope;
+use crate::analysis::training::effect_summaries::{happens_on_storage, path_argument};
+use crate::analysis::walk::{walk_expression, walk_statement_expressions};
+use crate::python::parse::span;
+use crate::rules::rewrite::ModuleRewrite;
+
+/// A catalogued write or removal on a path every worker shares.
+pub fn writes_shared_files(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    let Some(index) = scope_index(rewrite, scope) else {
+        return false;
+    };
+    rewrite
+        .catalogued_effects(scope, call)
+        .iter()
+        .any(|effect| {
+            matches!(effect, Effect::Writes { .. } | Effect::Removes { .. })
+                && happens_on_storage(effect, call)
+                && !is_own_path(rewrite, index, call, effect)
+        })
+}
+
+/// A write to a path of this process or rank alone: every rank writes its
+/// own, and may read it back.
+pub fn writes_own_path(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    let Some(index) = scope_index(rewrite, scope) else {
+        return false;
+    };
+    rewrite
+        .catalogued_effects(scope, call)
+        .iter()
+        .any(|effect| {
+            matches!(effect, Effect::Writes { .. }) && is_own_path(rewrite, index, call, effect)
+        })
+}
+
+/// `with open(path, "w") as f:` (or another catalogued writer) whose body
+/// only writes: nothing it binds is read after it, and it neither returns
+/// nor leaves a loop. The whole block runs on rank 0.
+pub fn writes_in_with_block(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt) -> bool {
+    let Stmt::With(block) = stmt else {
+        return false;
+    };
+    let Some(index) = scope_index(rewrite, scope) else {
+        return false;
+    };
+    let writes = block.items.iter().any(|item| {
+        let Expr::Call(call) = &item.context_expr else {
+            return false;
+        };
+        rewrite
+            .catalogued_effects(scope, call)
+            .iter()
+            .any(|effect| match effect {
+                Effect::Writes { when, .. } => {
+                    when.as_ref()
+                        .is_none_or(|when| when.on(call) == Certainty::Holds)
+                        && !is_own_path(rewrite, index, call, effect)
+                }
+                _ => false,
+            })
+    });
+    if !writes || leaves_the_block(&block.body) || rewrite.calls_horovod_in(&block.body) {
+        return false;
+    }
+    let mut bound: HashSet<String> = assigned_names(&block.body);
+    for item in &block.items {
+        if let Some(Expr::Name(name)) = item.optional_vars.as_deref() {
+            bound.insert(name.id.to_string());
+        }
+    }
+    !read_after(scope, span(stmt).end, &bound)
+}
+
+fn scope_index(rewrite: &ModuleRewrite, scope: &Scope) -> Option<usize> {
+    rewrite
+        .module
+        .scopes
+        .iter()
+        .position(|candidate| std::ptr::eq(candidate, scope))
+}
+
+fn is_own_path(
+    rewrite: &ModuleRewrite,
+    index: usize,
+    call: &ast::ExprCall,
+    effect: &Effect,
+) -> bool {
+    effects::path_is_per_process(rewrite.analysis, rewrite.module, index, call, effect)
+        || path_argument(effect, call)
+            .is_some_and(|path| effects::depends_on_rank(rewrite.module, index, path))
+}
+
+/// Whether any of `names` is read in the scope after `end`.
+fn read_after(scope: &Scope, end: usize, names: &HashSet<String>) -> bool {
+    scope.facts.statements.iter().any(|stmt| {
+        let mut reads = false;
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Name(name) = expr
+                && span(expr).start >= end
+                && names.contains(name.id.as_str())
+            {
+                reads = true;
+            }
+        });
+        reads
+    })
+}
+
+/// A `return`, `break`, `continue` or `yield` in the block: running it on
+/// rank 0 only would change where the others go.
+fn leaves_the_block(body: &[Stmt]) -> bool {
+    body.iter().any(|stmt| {
+        let leaves = matches!(
+            stmt,
+            Stmt::Return(_) | Stmt::Break(_) | Stmt::Continue(_) | Stmt::Raise(_)
+        );
+        let mut yields = false;
+        walk_statement_expressions(stmt, &mut |expr| {
+            walk_expression(expr, &mut |inner| {
+                yields |= matches!(inner, Expr::Yield(_) | Expr::YieldFrom(_) | Expr::Await(_));
+            });
+        });
+        leaves
+            || yields
+            || crate::analysis::walk::nested_bodies(stmt)
+                .into_iter()
+                .any(leaves_the_block)
+    })
+}
