@@ -37,21 +37,41 @@ impl<'c> Known<'c> {
 /// The call's resolved callee: a dotted library name, the qualified name of
 /// a package function (methods through `self` included), or `builtins.x`.
 pub fn resolved_callee(
-    package: &Package,
+    analysis: &Analysis,
     module: &ModuleAnalysis,
-    scope: &Scope,
+    scope_index: usize,
     func: &Expr,
 ) -> Option<String> {
-    if let Some(callee) = callee_name(package, module.module, scope, func) {
+    let scope = &module.scopes[scope_index];
+    if let Some(callee) = callee_name(analysis.package, module.module, scope, func) {
         return Some(callee);
     }
     match func {
         Expr::Name(name) if !scope.bindings.is_bound(name.id.as_str()) => {
             Some(format!("builtins.{}", name.id))
         }
-        Expr::Attribute(attribute) => own_method(module, scope, attribute),
+        Expr::Attribute(attribute) => own_method(module, scope, attribute)
+            .or_else(|| method_of_package_object(analysis, module, scope_index, attribute)),
         _ => None,
     }
+}
+
+/// `self.model.save_checkpoint(...)` where `self.model` holds an instance
+/// of a package class that defines `save_checkpoint`.
+fn method_of_package_object(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    attribute: &ast::ExprAttribute,
+) -> Option<String> {
+    let types = Types {
+        catalogue: &analysis.catalogue,
+        package: analysis.package,
+        module,
+    };
+    let class = types.of(scope_index, &attribute.value, 0)?;
+    let method = format!("{class}.{}", attribute.attr);
+    analysis.functions.contains_key(&method).then_some(method)
 }
 
 /// `self.method(...)` of a method of the same class.
@@ -83,14 +103,15 @@ fn own_method(
 
 /// What a call of `scope` (the module's scope `scope_index`) does.
 pub fn of_call<'c>(
-    catalogue: &'c Catalogue,
-    package: &Package,
+    analysis: &'c Analysis,
     module: &ModuleAnalysis,
     scope_index: usize,
     call: &ast::ExprCall,
 ) -> Known<'c> {
+    let catalogue: &'c Catalogue = &analysis.catalogue;
+    let package = analysis.package;
     let scope = &module.scopes[scope_index];
-    let callee = resolved_callee(package, module, scope, &call.func);
+    let callee = resolved_callee(analysis, module, scope_index, &call.func);
     if let Some(callee) = &callee {
         if is_package_function(package, callee) {
             return Known::Nothing;
@@ -116,13 +137,12 @@ pub fn of_call<'c>(
     }
     let (name, is_method) = match call.func.as_ref() {
         Expr::Attribute(attribute) => {
-            let on_module = callee.as_deref().is_some_and(|callee| {
-                dotted_name(&attribute.value).is_some_and(|receiver| {
-                    scope.bindings.resolve_raw(&attribute.value).is_some()
-                        && !callee.starts_with("builtins.")
-                        && !receiver.is_empty()
-                })
-            });
+            // A function of an imported module (`mylib.save_model`), not a
+            // method of an object one holds (`sys.stdout.write`).
+            let on_module = matches!(attribute.value.as_ref(), Expr::Name(receiver)
+            if scope.bindings.get(receiver.id.as_str()).is_some_and(|binding| {
+                binding.kind == crate::analysis::bindings::BindingKind::Import
+            }));
             (attribute.attr.as_str(), !on_module)
         }
         Expr::Name(name) => (name.id.as_str(), false),
@@ -269,14 +289,7 @@ pub fn read_before_rank_zero_write(
     if module.index.is_under_rank_zero(&span(read.statement)) {
         return None;
     }
-    let entry = of_call(
-        &analysis.catalogue,
-        analysis.package,
-        module,
-        scope_index,
-        read.call,
-    )
-    .entry()?;
+    let entry = of_call(analysis, module, scope_index, read.call).entry()?;
     let read_effect = entry.find(|effect| matches!(effect, Effect::Reads { .. }))?;
     if entry.has(|effect| {
         matches!(effect, Effect::Writes { .. }) && happens_on_storage(effect, read.call)
@@ -322,19 +335,11 @@ fn rank_zero_write(
     which: RankZeroWrites,
 ) -> Option<Vec<String>> {
     use crate::analysis::training::effect_summaries::{path_argument, path_tokens};
-    let scope = &module.scopes[scope_index];
     let guarded = module.index.is_under_rank_zero(&span(site.statement));
     // Writes the rewrite guards in this scope get their wait from the rank-0
     // pass, right after them.
     if guarded {
-        let entry = of_call(
-            &analysis.catalogue,
-            analysis.package,
-            module,
-            scope_index,
-            site.call,
-        )
-        .entry();
+        let entry = of_call(analysis, module, scope_index, site.call).entry();
         if let Some(effect) = entry.and_then(|entry| {
             entry.find(|effect| {
                 matches!(effect, Effect::Writes { .. } | Effect::SavesCheckpoint)
@@ -348,7 +353,7 @@ fn rank_zero_write(
             );
         }
     }
-    let callee = resolved_callee(analysis.package, module, scope, &site.call.func)?;
+    let callee = resolved_callee(analysis, module, scope_index, &site.call.func)?;
     let effects = &analysis.effects;
     let mut writes: Vec<&crate::analysis::training::effect_summaries::Reached> = effects
         .rank_zero_writes

@@ -238,11 +238,12 @@ pub fn library_class(canonical: &str) -> Option<LibraryClass> {
                 })
             });
     }
-    if let Some(class) = canonical.strip_prefix("tensorflow.keras.callbacks.") {
-        let writes_files = matches!(
-            class,
-            "ModelCheckpoint" | "TensorBoard" | "CSVLogger" | "BackupAndRestore"
-        );
+    if canonical.starts_with("tensorflow.keras.callbacks.") {
+        let writes_files = super::catalogue::Catalogue::builtin()
+            .call(canonical)
+            .is_some_and(|entry| {
+                entry.has(|effect| *effect == super::catalogue::Effect::CallbackWrites)
+            });
         return Some(LibraryClass::Callback { writes_files });
     }
     None

@@ -108,13 +108,7 @@ impl<'a> RewriteContext<'a> {
         else {
             return crate::analysis::effects::Known::Nothing;
         };
-        crate::analysis::effects::of_call(
-            &self.analysis.catalogue,
-            self.analysis.package,
-            self.module,
-            index,
-            call,
-        )
+        crate::analysis::effects::of_call(self.analysis, self.module, index, call)
     }
 
     /// The catalogue's effects of a call, when it has any.

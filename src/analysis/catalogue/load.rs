@@ -69,6 +69,7 @@ struct EntryText {
     restores_checkpoint: Option<bool>,
     summary_op: Option<bool>,
     writes_summary: Option<bool>,
+    callback_writes: Option<bool>,
     /// The type of the value returned (`PIL.Image.Image`).
     returns: Option<String>,
 }
@@ -252,7 +253,7 @@ fn add_entries(
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
         if effects.is_empty() && text.returns.is_none() {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, or returns)")));
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, callback-writes, or returns)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -356,6 +357,7 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         (text.restores_checkpoint, Effect::RestoresCheckpoint),
         (text.summary_op, Effect::SummaryOp),
         (text.writes_summary, Effect::WritesSummary),
+        (text.callback_writes, Effect::CallbackWrites),
     ];
     effects.extend(
         flags

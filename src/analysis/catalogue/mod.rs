@@ -158,6 +158,8 @@ pub enum Effect {
     /// Builds a summary op of a TF1 graph (computed by every rank).
     SummaryOp,
     WritesSummary,
+    /// A callback that writes files while `fit` runs (making it writes nothing).
+    CallbackWrites,
 }
 
 impl Effect {
@@ -191,6 +193,7 @@ impl Effect {
             Effect::RestoresCheckpoint => "restores a checkpoint",
             Effect::SummaryOp => "builds a summary op",
             Effect::WritesSummary => "writes a summary",
+            Effect::CallbackWrites => "writes while fit runs",
         }
     }
 }

@@ -172,7 +172,7 @@ fn own_effects(analysis: &Analysis, module: &ModuleAnalysis, index: usize) -> Ow
         if path_depends_on_rank(site.call) || race_is_handled(scope.body, &statement) {
             continue;
         }
-        let callee = effects::resolved_callee(analysis.package, module, scope, &site.call.func);
+        let callee = effects::resolved_callee(analysis, module, index, &site.call.func);
         if let Some(callee) =
             callee.filter(|callee| effects::is_package_function(analysis.package, callee))
         {
@@ -195,13 +195,7 @@ fn reached(
 ) -> Option<Reached> {
     let scope = &module.scopes[index];
     let statement = span(site.statement);
-    let known = effects::of_call(
-        &analysis.catalogue,
-        analysis.package,
-        module,
-        index,
-        site.call,
-    );
+    let known = effects::of_call(analysis, module, index, site.call);
     let (effect, guessed) = match known {
         Known::Catalogued(entry) => (
             entry

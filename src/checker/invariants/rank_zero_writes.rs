@@ -69,8 +69,7 @@ impl Invariant for RankZeroWrites {
 /// A call the catalogue knows, or whose name says what it does.
 fn by_catalogue(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Option<Decision> {
     let known = effects::of_call(
-        &program.analysis.catalogue,
-        program.analysis.package,
+        program.analysis,
         program.module,
         call.scope_index,
         call.site.call,

@@ -4,7 +4,7 @@
 //! call skips what is there, is the catalogue's knowledge (`get_file`,
 //! Keras dataset loaders, `tfds.load`, TF1's `read_data_sets`); a package
 //! function whose summary downloads, and skips what is there, is treated
-//! the same when it is another module's (`data = util.maybe_download(...)`). A download that does not
+//! the same (`data = util.maybe_download(...)`). A download that does not
 //! skip what is there (`urlretrieve`) runs on rank 0 only, when nothing
 //! uses its result.
 //!
@@ -17,6 +17,7 @@ use rustpython_parser::ast::{Expr, Stmt};
 use crate::analysis::catalogue::Effect;
 use crate::analysis::effects;
 use crate::analysis::training::Scope;
+use crate::analysis::training::effect_summaries;
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
@@ -51,7 +52,11 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     for scope in &module.scopes {
         for statement in scope.facts.statements.iter().copied() {
-            let at_import = scope.function.is_none() && span(statement).start < initialised_at;
+            // Module code before Horovod is initialised, or before the
+            // TensorFlow import the barrier needs, cannot wait for rank 0.
+            let at_import = scope.function.is_none()
+                && (span(statement).start <= initialised_at
+                    || tensorflow_bound_after(rewrite, span(statement).start));
             if at_import {
                 continue;
             }
@@ -86,6 +91,16 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     }
 }
 
+/// Whether the module's TensorFlow name is imported only after `offset`.
+fn tensorflow_bound_after(rewrite: &ModuleRewrite, offset: usize) -> bool {
+    rewrite
+        .module
+        .module
+        .bindings
+        .get(&rewrite.tf)
+        .is_some_and(|binding| binding.statement.start > offset)
+}
+
 /// A statement whose value is a call that downloads into shared storage.
 fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option<Download> {
     let value = match statement {
@@ -100,7 +115,21 @@ fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option
     if rewrite.calls_horovod(value, "rank") {
         return None;
     }
-    let catalogued =
+    catalogued_download(rewrite, scope, statement, call)
+        .or_else(|| through_package_function(rewrite, scope, call))
+}
+
+/// A catalogued download the pass makes safe where it is. One under a test
+/// that the file is not there yet (`if not os.path.exists(path):`) is not:
+/// the others have passed the test already; the caller of its function
+/// waits for rank 0 instead.
+fn catalogued_download(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    statement: &Stmt,
+    call: &rustpython_parser::ast::ExprCall,
+) -> Option<Download> {
+    let download =
         rewrite
             .catalogued_effects(scope, call)
             .iter()
@@ -111,21 +140,48 @@ fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option
                     Download::Again
                 }),
                 _ => None,
-            });
-    catalogued.or_else(|| through_package_function(rewrite, scope, call))
+            })?;
+    let under_file_test =
+        crate::analysis::walk::path_to(scope.body, &span(statement)).is_some_and(|path| {
+            path.iter().any(|enclosing| {
+                matches!(enclosing, Stmt::If(node) if effect_summaries::tests_for_files(&node.test))
+            })
+        });
+    (!under_file_test).then_some(download)
 }
 
 /// A package function that downloads, trains nothing, and skips what is
-/// there in everything it writes: rank 0 calls it first.
+/// there in everything it writes: rank 0 calls it first. Not one of this
+/// module whose downloads are made safe inside it.
 fn through_package_function(
     rewrite: &ModuleRewrite,
     scope: &Scope,
     call: &rustpython_parser::ast::ExprCall,
 ) -> Option<Download> {
     let analysis = rewrite.analysis;
-    let callee = effects::resolved_callee(analysis.package, rewrite.module, scope, &call.func)?;
-    // The module's own functions get their downloads made safe where they are.
-    if callee.starts_with(&format!("{}.", rewrite.module.module.name)) {
+    let index = rewrite
+        .module
+        .scopes
+        .iter()
+        .position(|candidate| std::ptr::eq(candidate, scope))?;
+    let callee = effects::resolved_callee(analysis, rewrite.module, index, &call.func)?;
+    let fixed_inside = rewrite
+        .module
+        .scopes
+        .iter()
+        .filter(|candidate| candidate.qualified_name == callee)
+        .any(|function| {
+            function.facts.statements.iter().any(|inner| {
+                let value = match inner {
+                    Stmt::Expr(expression) => expression.value.as_ref(),
+                    Stmt::Assign(assign) => assign.value.as_ref(),
+                    _ => return false,
+                };
+                matches!(value, Expr::Call(inner_call)
+                    if catalogued_download(rewrite, function, inner, inner_call).is_some())
+            })
+        });
+    if fixed_inside {
         return None;
     }
     let reached = analysis.effects.every_rank.get(&callee)?;

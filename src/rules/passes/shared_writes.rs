@@ -81,7 +81,7 @@ pub fn writes_in_with_block(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt)
             bound.insert(name.id.to_string());
         }
     }
-    !read_after(scope, span(stmt).end, &bound)
+    !read_after(scope, stmt, &bound)
 }
 
 fn scope_index(rewrite: &ModuleRewrite, scope: &Scope) -> Option<usize> {
@@ -103,13 +103,31 @@ fn is_own_path(
             .is_some_and(|path| effects::depends_on_rank(rewrite.module, index, path))
 }
 
-/// Whether any of `names` is read in the scope after `end`.
-fn read_after(scope: &Scope, end: usize, names: &HashSet<String>) -> bool {
+/// Whether any of `names` is read in the scope after `block`, outside the
+/// `else` branches of the `if`s around it (they run instead of it).
+fn read_after(scope: &Scope, block: &Stmt, names: &HashSet<String>) -> bool {
+    let end = span(block).end;
+    let instead: Vec<std::ops::Range<usize>> =
+        crate::analysis::walk::path_to(scope.body, &span(block))
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|enclosing| match enclosing {
+                Stmt::If(node)
+                    if !node.orelse.is_empty()
+                        && span(block).end <= span(&node.body[node.body.len() - 1]).end =>
+                {
+                    Some(span(&node.orelse[0]).start..span(&node.orelse[node.orelse.len() - 1]).end)
+                }
+                _ => None,
+            })
+            .collect();
     scope.facts.statements.iter().any(|stmt| {
         let mut reads = false;
         walk_statement_expressions(stmt, &mut |expr| {
+            let at = span(expr).start;
             if let Expr::Name(name) = expr
-                && span(expr).start >= end
+                && at >= end
+                && !instead.iter().any(|range| range.contains(&at))
                 && names.contains(name.id.as_str())
             {
                 reads = true;
