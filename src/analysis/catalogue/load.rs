@@ -128,6 +128,8 @@ struct RemovesText {
 #[serde(deny_unknown_fields)]
 struct DataSourceText {
     level: ShardLevelText,
+    #[serde(default)]
+    pipeline: bool,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -346,7 +348,10 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
             ShardLevelText::Examples => ShardLevel::Examples,
             ShardLevelText::Series => ShardLevel::Series,
         };
-        effects.push(Effect::DataSource { level });
+        effects.push(Effect::DataSource {
+            level,
+            pipeline: source.pipeline,
+        });
     }
     let flags = [
         (text.fetches, Effect::Fetches),

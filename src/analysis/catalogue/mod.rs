@@ -151,6 +151,8 @@ pub enum Effect {
     Seeds,
     DataSource {
         level: ShardLevel,
+        /// It returns a tf.data pipeline, which `.shard(...)` splits.
+        pipeline: bool,
     },
     InitialisesVariables,
     SavesCheckpoint,

@@ -31,15 +31,6 @@ pub const DATA_DIFFERS: Code = Code::new(
 
 pub struct DataDiffers;
 
-const SEEDING: &[&str] = &[
-    "tensorflow.random.set_seed",
-    "tensorflow.set_random_seed",
-    "tensorflow.random.set_random_seed",
-    "numpy.random.seed",
-    "random.seed",
-    "tensorflow.keras.utils.set_random_seed",
-];
-
 impl Invariant for DataDiffers {
     fn code(&self) -> Code {
         DATA_DIFFERS
@@ -53,7 +44,7 @@ impl Invariant for DataDiffers {
         let calls = program.calls();
         let per_rank_seed = calls
             .iter()
-            .find(|call| is_seeding(call) && seeds_by_rank(program, call));
+            .find(|call| is_seeding(program, call) && seeds_by_rank(program, call));
         if let (Some(seed), Some(split)) = (per_rank_seed, seeded_split(calls)) {
             return vec![Decision::new(
                 DATA_DIFFERS,
@@ -80,7 +71,7 @@ impl Invariant for DataDiffers {
         };
         let fixed_seed = calls
             .iter()
-            .find(|call| is_seeding(call) && !seeds_by_rank(program, call));
+            .find(|call| is_seeding(program, call) && !seeds_by_rank(program, call));
         let line = program.line(divided.start);
         if let Some(cursor) = deterministic_cursor(program) {
             return vec![Decision::new(
@@ -91,7 +82,7 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("start each worker's cursor at its own offset (`hvd.rank() * batch_size`) and advance it by `hvd.size()` batches, or shard the data by rank")];
         }
-        let random_source = calls.iter().find(|call| draws_at_random(call));
+        let random_source = calls.iter().find(|call| draws_at_random(program, call));
         match (random_source, fixed_seed, per_rank_seed) {
             (Some(source), None, _) | (Some(source), _, Some(_)) => vec![Decision::new(
                 DATA_DIFFERS,
@@ -284,15 +275,21 @@ fn seeds_by_rank(program: &Program, call: &ScopedCall) -> bool {
         .any(|argument| program.calls_horovod_function(call.scope, argument, "rank"))
 }
 
-fn is_seeding(call: &ScopedCall) -> bool {
-    call.callee
-        .as_deref()
-        .is_some_and(|callee| SEEDING.contains(&callee))
+/// A call the catalogue says seeds a global random generator.
+fn is_seeding(program: &Program, call: &ScopedCall) -> bool {
+    crate::analysis::effects::of_call(
+        program.analysis,
+        program.module,
+        call.scope_index,
+        call.site.call,
+    )
+    .entry()
+    .is_some_and(|entry| entry.has(|effect| *effect == crate::analysis::catalogue::Effect::Seeds))
 }
 
 /// A call that draws at random without a fixed seed of its own.
-fn draws_at_random(call: &ScopedCall) -> bool {
-    if is_seeding(call) {
+fn draws_at_random(program: &Program, call: &ScopedCall) -> bool {
+    if is_seeding(program, call) {
         return false;
     }
     let seeded_here = crate::analysis::walk::keyword(call.site.call, "seed").is_some();

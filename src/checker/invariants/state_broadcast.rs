@@ -305,11 +305,15 @@ fn session_broadcast(
         .iter()
         .find(|call| call.horovod_function() == Some("broadcast_global_variables"));
     let initialiser = calls.iter().find(|call| {
-        call.callee.as_deref().is_some_and(|callee| {
-            matches!(
-                callee,
-                "tensorflow.global_variables_initializer" | "tensorflow.initialize_all_variables"
-            )
+        crate::analysis::effects::of_call(
+            program.analysis,
+            program.module,
+            call.scope_index,
+            call.site.call,
+        )
+        .entry()
+        .is_some_and(|entry| {
+            entry.has(|effect| *effect == crate::analysis::catalogue::Effect::InitialisesVariables)
         })
     });
     if let (Some(broadcast), Some(initialiser)) = (broadcast, initialiser)

@@ -10,7 +10,6 @@
 
 use rustpython_parser::ast::{self, Expr};
 
-use crate::analysis::library;
 use crate::analysis::walk::keyword;
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
@@ -32,15 +31,6 @@ pub const SEED_NOT_PER_RANK: Code = Code::new(
 );
 
 pub const CODES: &[Code] = &[SEED_MADE_PER_RANK, SEED_NOT_PER_RANK];
-
-/// Functions whose first argument (or `seed=`) seeds the random streams.
-const SEEDING_FUNCTIONS: &[&str] = &[
-    "tensorflow.random.set_seed",
-    "tensorflow.set_random_seed",
-    "tensorflow.keras.utils.set_random_seed",
-    "numpy.random.seed",
-    "random.seed",
-];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
     let Some(initialised_at) = rewrite.horovod_initialised_at else {
@@ -79,8 +69,11 @@ fn seed_argument<'a>(
     {
         return keyword(call, "seed").map(|keyword| &keyword.value);
     }
-    let callee = library::canonical_name(&rewrite.callee(scope, &call.func)?);
-    if !SEEDING_FUNCTIONS.contains(&callee.as_str()) {
+    // The catalogue's seeding calls take the seed first, or as `seed=`.
+    if !rewrite
+        .catalogued_effects(scope, call)
+        .contains(&crate::analysis::catalogue::Effect::Seeds)
+    {
         return None;
     }
     call.args

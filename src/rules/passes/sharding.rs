@@ -8,22 +8,12 @@ use std::ops::Range;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
+use crate::analysis::catalogue::Effect;
 use crate::analysis::training::Scope;
 use crate::analysis::walk::walk_expression;
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
-
-/// The calls that create a tf.data pipeline from data.
-const DATASET_SOURCES: &[&str] = &[
-    "tensorflow.data.Dataset.from_tensor_slices",
-    "tensorflow.data.Dataset.from_tensors",
-    "tensorflow.data.Dataset.from_generator",
-    "tensorflow.data.Dataset.range",
-    "tensorflow.data.Dataset.list_files",
-    "tensorflow.data.TFRecordDataset",
-    "tensorflow.data.TextLineDataset",
-];
 
 /// Inserts the shard after the source of the pipeline `dataset` names (or is).
 /// Returns whether it found a pipeline to shard.
@@ -171,8 +161,9 @@ fn dataset_source(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr) -> Option
         if found.is_none()
             && let Expr::Call(call) = inner
             && rewrite
-                .callee(scope, &call.func)
-                .is_some_and(|callee| DATASET_SOURCES.contains(&callee.as_str()))
+                .catalogued_effects(scope, call)
+                .iter()
+                .any(|effect| matches!(effect, Effect::DataSource { pipeline: true, .. }))
         {
             found = Some(span(call));
         }
