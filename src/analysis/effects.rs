@@ -167,6 +167,16 @@ fn is_own_receiver(scope: &Scope, receiver: &Expr) -> bool {
             if scope.parameters.first().map(String::as_str) == Some(name.id.as_str()))
 }
 
+/// The function a call of a package callable runs: a class's `__init__`.
+pub fn function_called(analysis: &Analysis, callee: &str) -> String {
+    let init = format!("{callee}.__init__");
+    if !analysis.functions.contains_key(callee) && analysis.functions.contains_key(&init) {
+        init
+    } else {
+        callee.to_string()
+    }
+}
+
 /// Whether a resolved name is a function, method or class of the package.
 pub fn is_package_function(package: &Package, callee: &str) -> bool {
     package.modules.iter().any(|module| {

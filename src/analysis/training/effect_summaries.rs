@@ -52,9 +52,16 @@ impl Reached {
 /// What package functions do to storage.
 #[derive(Debug, Default)]
 pub struct EffectSummaries {
-    /// On every rank, by function and class (its methods' together),
-    /// through the package calls.
+    /// On every rank, by function, through the package calls (a class's
+    /// construction is its `__init__`).
     pub every_rank: HashMap<String, Vec<Reached>>,
+    /// Every method's together, by class: what an instance does wherever it
+    /// is passed (a callback's `on_epoch_end` saving images).
+    pub classes: HashMap<String, Vec<Reached>>,
+    /// Functions that call TensorFlow beyond the catalogue (build ops or
+    /// variables), directly or through the package: calling one twice is
+    /// not the same as calling it once.
+    pub builds_tensorflow: std::collections::HashSet<String>,
     /// The writes rank 0 alone makes (under a rank-0 test), through calls.
     pub rank_zero_writes: HashMap<String, Vec<Reached>>,
 }
@@ -63,6 +70,7 @@ pub struct EffectSummaries {
 pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
     let mut own: HashMap<String, Vec<Reached>> = HashMap::new();
     let mut own_rank_zero: HashMap<String, Vec<Reached>> = HashMap::new();
+    let mut own_tensorflow = std::collections::HashSet::new();
     let mut calls: HashMap<String, Vec<String>> = HashMap::new();
     for module in &analysis.modules {
         for (index, scope) in module.scopes.iter().enumerate() {
@@ -72,13 +80,20 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
             let found = own_effects(analysis, module, index);
             own.insert(scope.qualified_name.clone(), found.every_rank);
             own_rank_zero.insert(scope.qualified_name.clone(), found.rank_zero_writes);
+            if found.builds_tensorflow {
+                own_tensorflow.insert(scope.qualified_name.clone());
+            }
             calls.insert(scope.qualified_name.clone(), found.callees);
         }
     }
-    let mut every_rank = propagate(own, &calls);
-    add_classes(analysis, &mut every_rank);
+    let every_rank = propagate(own, &calls);
+    let mut classes = HashMap::new();
+    add_classes(analysis, &every_rank, &mut classes);
+    let builds_tensorflow = reaching(&own_tensorflow, &calls);
     EffectSummaries {
         every_rank,
+        classes,
+        builds_tensorflow,
         rank_zero_writes: propagate(own_rank_zero, &calls),
     }
 }
@@ -116,13 +131,36 @@ fn propagate(
 }
 
 /// A class's methods' effects, under the class's own name.
-fn add_classes(analysis: &Analysis, summaries: &mut HashMap<String, Vec<Reached>>) {
+/// The functions that are in `own`, or call one, through the package calls.
+fn reaching(
+    own: &std::collections::HashSet<String>,
+    calls: &HashMap<String, Vec<String>>,
+) -> std::collections::HashSet<String> {
+    let mut found = own.clone();
+    loop {
+        let before = found.len();
+        for (function, callees) in calls {
+            if callees.iter().any(|callee| found.contains(callee)) {
+                found.insert(function.clone());
+            }
+        }
+        if found.len() == before {
+            return found;
+        }
+    }
+}
+
+fn add_classes(
+    analysis: &Analysis,
+    functions: &HashMap<String, Vec<Reached>>,
+    summaries: &mut HashMap<String, Vec<Reached>>,
+) {
     for module in &analysis.modules {
         for scope in module.scopes.iter().filter(|scope| scope.class.is_some()) {
             let Some((class, _)) = scope.qualified_name.rsplit_once('.') else {
                 continue;
             };
-            let found = summaries
+            let found = functions
                 .get(&scope.qualified_name)
                 .cloned()
                 .unwrap_or_default();
@@ -142,6 +180,7 @@ struct OwnEffects {
     every_rank: Vec<Reached>,
     rank_zero_writes: Vec<Reached>,
     callees: Vec<String>,
+    builds_tensorflow: bool,
 }
 
 /// A function's own storage effects on every rank, its writes on rank 0,
@@ -216,7 +255,10 @@ fn reached(
         path_tokens: path_argument(&effect, site.call)
             .map(path_tokens)
             .unwrap_or_default(),
-        call: dotted_name(&site.call.func).unwrap_or_else(|| "a call".into()),
+        call: dotted_name(&site.call.func).unwrap_or_else(|| match site.call.func.as_ref() {
+            Expr::Attribute(attribute) => format!("….{}", attribute.attr),
+            _ => "a call".into(),
+        }),
         relative_path: source.relative_path.clone(),
         line: source.location(span(site.call).start).line,
         guessed,
@@ -349,11 +391,20 @@ pub fn tests_for_files(test: &Expr) -> bool {
     found
 }
 
-fn under_file_test(body: &[Stmt], statement: &std::ops::Range<usize>) -> bool {
-    path_to(body, statement).is_some_and(|path| {
-        path.iter()
-            .any(|enclosing| matches!(enclosing, Stmt::If(node) if tests_for_files(&node.test)))
-    })
+/// Under `if not os.path.exists(path):`, or after an early
+/// `if os.path.exists(path): return` of the function.
+pub fn under_file_test(body: &[Stmt], statement: &std::ops::Range<usize>) -> bool {
+    let returns_early = body.iter().any(|earlier| {
+        matches!(earlier, Stmt::If(node)
+            if span(earlier).end <= statement.start
+                && tests_for_files(&node.test)
+                && node.body.iter().any(|inner| matches!(inner, Stmt::Return(_))))
+    });
+    returns_early
+        || path_to(body, statement).is_some_and(|path| {
+            path.iter()
+                .any(|enclosing| matches!(enclosing, Stmt::If(node) if tests_for_files(&node.test)))
+        })
 }
 
 /// The call sits in a `try` that catches the error a lost race raises, or

@@ -150,7 +150,8 @@ fn through_package_function(program: &Program, call: &ScopedCall) -> Option<Deci
     if callee.starts_with(&format!("{}.", program.module.module.name)) {
         return None;
     }
-    let effects = program.analysis.effects.every_rank.get(callee)?;
+    let function = effects::function_called(program.analysis, callee);
+    let effects = program.analysis.effects.every_rank.get(&function)?;
     let reached = effects.first()?;
     let line = program.line(call.range().start);
     // Rank 0 called it first, and what it does skips what is there.

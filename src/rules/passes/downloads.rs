@@ -36,6 +36,8 @@ pub const CODES: &[Code] = &[DOWNLOAD_ON_RANK_ZERO_FIRST];
 enum Download {
     /// Finds what the first call downloaded: rank 0 first, then everyone.
     SkipsWhatIsThere,
+    /// A package function whose downloads and writes skip what is there.
+    HelperSkipsWhatIsThere,
     /// Downloads again: rank 0 only.
     Again,
 }
@@ -78,9 +80,18 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 return;
             };
             match download {
-                Download::SkipsWhatIsThere => {
-                    download_on_rank_zero_first(rewrite, statement, &barrier);
-                }
+                Download::SkipsWhatIsThere => download_on_rank_zero_first(
+                    rewrite,
+                    statement,
+                    &barrier,
+                    "downloads into storage every worker shares: rank 0 now downloads first and the others wait for it",
+                ),
+                Download::HelperSkipsWhatIsThere => download_on_rank_zero_first(
+                    rewrite,
+                    statement,
+                    &barrier,
+                    "downloads or writes files every worker shares, skipping those already there: rank 0 now calls it first and the others wait for it",
+                ),
                 // Only a statement whose result nobody uses can run on rank 0 alone.
                 Download::Again if matches!(statement, Stmt::Expr(_)) => {
                     download_on_rank_zero_only(rewrite, statement, &barrier);
@@ -141,12 +152,7 @@ fn catalogued_download(
                 }),
                 _ => None,
             })?;
-    let under_file_test =
-        crate::analysis::walk::path_to(scope.body, &span(statement)).is_some_and(|path| {
-            path.iter().any(|enclosing| {
-                matches!(enclosing, Stmt::If(node) if effect_summaries::tests_for_files(&node.test))
-            })
-        });
+    let under_file_test = effect_summaries::under_file_test(scope.body, &span(statement));
     (!under_file_test).then_some(download)
 }
 
@@ -184,16 +190,22 @@ fn through_package_function(
     if fixed_inside {
         return None;
     }
+    let callee = effects::function_called(analysis, &callee);
     let reached = analysis.effects.every_rank.get(&callee)?;
-    let downloads = reached
-        .iter()
-        .any(|effect| matches!(effect.effect, Effect::Downloads { .. }));
-    let trains = analysis
-        .functions
-        .get(&callee)
-        .is_some_and(|summary| !summary.reaches.is_empty());
-    (downloads && !trains && reached.iter().all(|effect| effect.skips_what_is_there))
-        .then_some(Download::SkipsWhatIsThere)
+    // Run twice on rank 0, a function that builds TensorFlow ops or trains
+    // would build them twice.
+    let trains = analysis.effects.builds_tensorflow.contains(&callee)
+        || analysis
+            .functions
+            .get(&callee)
+            .is_some_and(|summary| !summary.reaches.is_empty());
+    // Its downloads and writes all skip what is there: a second call
+    // finds rank 0's files (`get_resized_image` saving a resized copy once).
+    let skips = !reached.is_empty()
+        && reached
+            .iter()
+            .all(|effect| effect.skips_what_is_there && !effect.guessed);
+    (skips && !trains).then_some(Download::HelperSkipsWhatIsThere)
 }
 
 /// The barrier an earlier run added ends on the line before.
@@ -205,7 +217,12 @@ fn already_done(rewrite: &ModuleRewrite, statement: &Stmt) -> bool {
         .is_some_and(|line| line.contains("download_barrier"))
 }
 
-fn download_on_rank_zero_first(rewrite: &mut ModuleRewrite, statement: &Stmt, barrier: &[String]) {
+fn download_on_rank_zero_first(
+    rewrite: &mut ModuleRewrite,
+    statement: &Stmt,
+    barrier: &[String],
+    what: &str,
+) {
     let text = rewrite.source(span(statement)).to_string();
     let unit = rewrite.stylist.indent_unit.clone();
     let mut lines = vec![format!("if {}:", rewrite.rank_zero_test())];
@@ -219,7 +236,7 @@ fn download_on_rank_zero_first(rewrite: &mut ModuleRewrite, statement: &Stmt, ba
     rewrite.diagnose(Diagnostic::new(
         DOWNLOAD_ON_RANK_ZERO_FIRST,
         span(statement),
-        format!("`{first_line}` downloads into storage every worker shares: rank 0 now downloads first and the others wait for it"),
+        format!("`{first_line}` {what}"),
     ));
 }
 

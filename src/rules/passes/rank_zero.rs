@@ -367,6 +367,7 @@ fn must_run_on_rank_zero(
     }
     if is_checkpoint_save(rewrite, scope, call, checkpoints)
         || shared_writes::writes_shared_files(rewrite, scope, call)
+        || (!assigned && shared_writes::calls_a_writing_helper(rewrite, scope, call))
     {
         return true;
     }

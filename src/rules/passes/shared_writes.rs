@@ -46,6 +46,71 @@ pub fn writes_own_path(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprC
         })
 }
 
+/// A call, on a line of its own, of another module's function whose only
+/// effects on every rank are writes of files (`viz.save_grid(path, batch)`),
+/// that builds no TensorFlow ops, trains nothing and calls no Horovod.
+pub fn calls_a_writing_helper(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    let analysis = rewrite.analysis;
+    let Some(index) = scope_index(rewrite, scope) else {
+        return false;
+    };
+    let Some(callee) = effects::resolved_callee(analysis, rewrite.module, index, &call.func) else {
+        return false;
+    };
+    let own_module = callee.starts_with(&format!("{}.", rewrite.module.module.name));
+    if own_module || !effects::is_package_function(analysis.package, &callee) {
+        return false;
+    }
+    let function = effects::function_called(analysis, &callee);
+    let only_writes = analysis
+        .effects
+        .every_rank
+        .get(&function)
+        .is_some_and(|reached| {
+            !reached.is_empty()
+                && reached.iter().all(|effect| {
+                    !effect.guessed
+                        && matches!(
+                            effect.effect,
+                            Effect::Writes { .. } | Effect::Removes { .. }
+                        )
+                })
+        });
+    let steers = analysis.effects.builds_tensorflow.contains(&function)
+        || analysis
+            .functions
+            .get(&function)
+            .is_none_or(|summary| !summary.reaches.is_empty());
+    only_writes && !steers && !calls_horovod_anywhere(rewrite, &function)
+}
+
+/// Whether a package function's body calls Horovod.
+fn calls_horovod_anywhere(rewrite: &ModuleRewrite, function: &str) -> bool {
+    rewrite.analysis.modules.iter().any(|module| {
+        module
+            .scopes
+            .iter()
+            .filter(|scope| scope.qualified_name == function)
+            .any(|scope| {
+                scope.body.iter().any(|stmt| {
+                    let mut found = false;
+                    walk_statement_expressions(stmt, &mut |expr| {
+                        walk_expression(expr, &mut |inner| {
+                            found |= matches!(inner, Expr::Call(call)
+                                if crate::analysis::walk::dotted_name(&call.func)
+                                    .is_some_and(|name| name.starts_with("hvd.") || name.starts_with("horovod.")));
+                        });
+                    });
+                    found
+                })
+            })
+    })
+}
+
 /// `with open(path, "w") as f:` (or another catalogued writer) whose body
 /// only writes: nothing it binds is read after it, and it neither returns
 /// nor leaves a loop. The whole block runs on rank 0.

@@ -272,7 +272,44 @@ pub(super) fn is_writer_callback(rewrite: &ModuleRewrite, scope: &Scope, element
     matches!(
         rewrite.library_class_of_call(scope, call),
         Some(LibraryClass::Callback { writes_files: true })
-    )
+    ) || rewrite
+        .callee(scope, &call.func)
+        .is_some_and(|class| is_writer_callback_class(rewrite, &class))
+}
+
+/// A callback class of the package whose methods write files (an
+/// `on_epoch_end` that saves sample images) and leave the model and the
+/// training alone (no `self.model.<x> = ...`): rank 0 alone needs it.
+fn is_writer_callback_class(rewrite: &ModuleRewrite, class: &str) -> bool {
+    let analysis = rewrite.analysis;
+    let is_callback = analysis
+        .package
+        .is_subclass(class, "tensorflow.keras.callbacks.Callback");
+    let writes = analysis.effects.classes.get(class).is_some_and(|effects| {
+        effects.iter().any(|reached| {
+            !reached.guessed
+                && matches!(
+                    reached.effect,
+                    crate::analysis::catalogue::Effect::Writes { .. }
+                )
+        })
+    });
+    let prefix = format!("{class}.");
+    let steers_training = analysis.modules.iter().any(|module| {
+        module
+            .scopes
+            .iter()
+            .filter(|scope| scope.qualified_name.starts_with(&prefix))
+            .any(|method| {
+                method
+                    .facts
+                    .assignments
+                    .iter()
+                    .any(|assignment| assignment.name.starts_with("self.model."))
+                    || rewrite.calls_horovod_in(method.body)
+            })
+    });
+    is_callback && writes && !steers_training
 }
 
 /// `callbacks.append(ModelCheckpoint(...))` runs on rank 0 only.
