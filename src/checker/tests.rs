@@ -398,6 +398,46 @@ fn rank_zero_writes() {
                 Verdict::Unknown,
                 &with(HEADER, "def report(thing):\n    thing.save('out')\n"),
             ),
+            (
+                "image through its catalogued type",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "from PIL import Image\nimport numpy as np\nimg = Image.fromarray(np.zeros((4, 4), dtype='uint8'))\nimg.save('grid.png')\n",
+                ),
+            ),
+            (
+                "a SavedModel in a per-process folder",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import os, tempfile\nexport = tempfile.mkdtemp()\ntf.saved_model.save(tf.Module(), os.path.join(export, 'model'))\n",
+                ),
+            ),
+            (
+                "a read of rank 0's file with no barrier",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    "import numpy as np\nif hvd.rank() == 0:\n    np.save('weights.npy', [1.0])\nw = np.load('weights.npy')\n",
+                ),
+            ),
+            (
+                "a read of rank 0's file after a barrier",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import numpy as np\nif hvd.rank() == 0:\n    np.save('weights.npy', [1.0])\nhvd.allreduce(tf.constant(0), name='read_barrier')\nw = np.load('weights.npy')\n",
+                ),
+            ),
+            (
+                "a read of another file",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import numpy as np\nif hvd.rank() == 0:\n    np.save('weights.npy', [1.0])\nlabels = np.load('labels.npy')\n",
+                ),
+            ),
         ],
     );
 }
@@ -426,6 +466,14 @@ fn collectives_aligned() {
                     &format!(
                         "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\nfor i in range(10):\n{step}    if loss < 0.1:\n        break\n"
                     ),
+                ),
+            ),
+            (
+                "a collective in a function only rank 0 calls",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "def fetch():\n    hvd.allreduce(tf.constant(0), name='download_barrier')\nif hvd.rank() == 0:\n    fetch()\n",
                 ),
             ),
             (

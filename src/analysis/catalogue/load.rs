@@ -114,6 +114,8 @@ struct DirectoryText {
     path: Option<ArgumentText>,
     race_free_when: Option<ConditionText>,
     race_free_sibling: Option<String>,
+    #[serde(default)]
+    race_free: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -293,6 +295,7 @@ fn add_entries(
                     path: None,
                     race_free_when: None,
                     race_free_sibling: None,
+                    race_free: false,
                 },
                 NameEffectText::Removes => Effect::Removes {
                     path: None,
@@ -333,6 +336,7 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
             path: argument(directory.path.as_ref())?,
             race_free_when: condition(directory.race_free_when.as_ref())?,
             race_free_sibling: directory.race_free_sibling.clone(),
+            race_free: directory.race_free,
         });
     }
     if let Some(removes) = &text.removes {

@@ -141,6 +141,8 @@ pub enum Effect {
         /// A function of the same module that creates the directory and
         /// parents, which `race_free_when` makes race-free (`os.makedirs`).
         race_free_sibling: Option<String>,
+        /// A directory already there is no error (`tf.io.gfile.makedirs`).
+        race_free: bool,
     },
     Removes {
         path: Option<Argument>,

@@ -62,6 +62,9 @@ pub struct EffectSummaries {
     /// variables), directly or through the package: calling one twice is
     /// not the same as calling it once.
     pub builds_tensorflow: std::collections::HashSet<String>,
+    /// Functions that issue Horovod collectives (allreduce, broadcast,
+    /// join...), directly or through the package: every rank must call them.
+    pub collectives: std::collections::HashSet<String>,
     /// The writes rank 0 alone makes (under a rank-0 test), through calls.
     pub rank_zero_writes: HashMap<String, Vec<Reached>>,
 }
@@ -71,6 +74,7 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
     let mut own: HashMap<String, Vec<Reached>> = HashMap::new();
     let mut own_rank_zero: HashMap<String, Vec<Reached>> = HashMap::new();
     let mut own_tensorflow = std::collections::HashSet::new();
+    let mut own_collectives = std::collections::HashSet::new();
     let mut calls: HashMap<String, Vec<String>> = HashMap::new();
     for module in &analysis.modules {
         for (index, scope) in module.scopes.iter().enumerate() {
@@ -83,6 +87,9 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
             if found.builds_tensorflow {
                 own_tensorflow.insert(scope.qualified_name.clone());
             }
+            if found.issues_collectives {
+                own_collectives.insert(scope.qualified_name.clone());
+            }
             calls.insert(scope.qualified_name.clone(), found.callees);
         }
     }
@@ -90,10 +97,12 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
     let mut classes = HashMap::new();
     add_classes(analysis, &every_rank, &mut classes);
     let builds_tensorflow = reaching(&own_tensorflow, &calls);
+    let collectives = reaching(&own_collectives, &calls);
     EffectSummaries {
         every_rank,
         classes,
         builds_tensorflow,
+        collectives,
         rank_zero_writes: propagate(own_rank_zero, &calls),
     }
 }
@@ -181,6 +190,7 @@ struct OwnEffects {
     rank_zero_writes: Vec<Reached>,
     callees: Vec<String>,
     builds_tensorflow: bool,
+    issues_collectives: bool,
 }
 
 /// A function's own storage effects on every rank, its writes on rank 0,
@@ -197,6 +207,10 @@ fn own_effects(analysis: &Analysis, module: &ModuleAnalysis, index: usize) -> Ow
         {
             continue;
         }
+        found.issues_collectives |= !module.index.is_under_rank_zero(&statement)
+            && effects::is_horovod_collective(site.call)
+            && effects::resolved_callee(analysis, module, index, &site.call.func)
+                .is_some_and(|callee| crate::analysis::library::is_horovod(&callee));
         if module.index.is_under_rank_zero(&statement) {
             found
                 .rank_zero_writes
@@ -327,6 +341,9 @@ pub fn path_tokens(path: &Expr) -> Vec<String> {
 /// call (`open(p)` reads; `os.makedirs(d, exist_ok=True)` races with nobody).
 pub fn happens_on_storage(effect: &Effect, call: &rustpython_parser::ast::ExprCall) -> bool {
     match effect {
+        Effect::CreatesDirectory {
+            race_free: true, ..
+        } => false,
         Effect::Writes {
             when: Some(condition),
             ..

@@ -29,15 +29,53 @@ pub const COLLECTIVES_ALIGNED: Code = Code::new(
 
 pub struct CollectivesAligned;
 
+/// A call on rank 0 only (under a rank-0 test) of a package function that
+/// issues Horovod collectives: rank 0 issues collectives the others never
+/// do, and everyone waits forever.
+fn collectives_on_rank_zero_only(program: &Program) -> Vec<Decision> {
+    let collectives = &program.analysis.effects.collectives;
+    program
+        .calls()
+        .iter()
+        .filter(|call| program.runs_on_rank_zero_only(call.scope, call.site))
+        .filter_map(|call| {
+            let callee = call.callee.as_deref()?;
+            let function = crate::analysis::effects::function_called(program.analysis, callee);
+            collectives.contains(&function).then(|| {
+                let line = program.line(call.range().start);
+                Decision::new(
+                    COLLECTIVES_ALIGNED,
+                    Verdict::Violated,
+                    call.range(),
+                    format!("the call at line {line} runs on rank 0 only and reaches a Horovod collective in `{function}`: rank 0 waits there for ranks that never come"),
+                )
+                .with_suggestion("call it on every rank, or move the collective out of what rank 0 runs alone")
+            })
+        })
+        .collect()
+}
+
 impl Invariant for CollectivesAligned {
     fn code(&self) -> Code {
         COLLECTIVES_ALIGNED
     }
 
     fn check(&self, program: &Program) -> Vec<Decision> {
-        if !program.uses_horovod() || !super::facts::takes_optimizer_steps(program) {
+        if !program.uses_horovod() {
             return Vec::new();
         }
+        let mut on_rank_zero = collectives_on_rank_zero_only(program);
+        if !super::facts::takes_optimizer_steps(program) {
+            return on_rank_zero;
+        }
+        on_rank_zero.extend(self.loop_exits(program));
+        on_rank_zero
+    }
+}
+
+impl CollectivesAligned {
+    /// Training loops that stop on a value each rank decides for itself.
+    fn loop_exits(&self, program: &Program) -> Vec<Decision> {
         let train_ops = super::facts::train_op_names(program);
         // Functions whose body holds a tape: calling one takes a step.
         let step_functions: Vec<&str> = program

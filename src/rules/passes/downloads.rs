@@ -171,6 +171,7 @@ fn through_package_function(
         .iter()
         .position(|candidate| std::ptr::eq(candidate, scope))?;
     let callee = effects::resolved_callee(analysis, rewrite.module, index, &call.func)?;
+    let callee = effects::function_called(analysis, &callee);
     let fixed_inside = rewrite
         .module
         .scopes
@@ -190,21 +191,18 @@ fn through_package_function(
     if fixed_inside {
         return None;
     }
-    let callee = effects::function_called(analysis, &callee);
     let reached = analysis.effects.every_rank.get(&callee)?;
-    // Run twice on rank 0, a function that builds TensorFlow ops or trains
-    // would build them twice.
-    let trains = analysis.effects.builds_tensorflow.contains(&callee)
+    // Run twice on rank 0, a function that trains, or builds TensorFlow ops
+    // in a graph, would do it twice.
+    let trains = (rewrite.plugin.runs_in_a_session()
+        && analysis.effects.builds_tensorflow.contains(&callee))
         || analysis
             .functions
             .get(&callee)
             .is_some_and(|summary| !summary.reaches.is_empty());
     // Its downloads and writes all skip what is there: a second call
     // finds rank 0's files (`get_resized_image` saving a resized copy once).
-    let skips = !reached.is_empty()
-        && reached
-            .iter()
-            .all(|effect| effect.skips_what_is_there && !effect.guessed);
+    let skips = !reached.is_empty() && reached.iter().all(|effect| effect.skips_what_is_there);
     (skips && !trains).then_some(Download::HelperSkipsWhatIsThere)
 }
 
