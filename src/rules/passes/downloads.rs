@@ -202,7 +202,19 @@ fn through_package_function(
             .is_some_and(|summary| !summary.reaches.is_empty());
     // Its downloads and writes all skip what is there: a second call
     // finds rank 0's files (`get_resized_image` saving a resized copy once).
-    let skips = !reached.is_empty() && reached.iter().all(|effect| effect.skips_what_is_there);
+    // A function of this module gets its writes guarded inside it (with
+    // barriers there): only its downloads make its callers wait.
+    let own_module = callee.starts_with(&format!("{}.", rewrite.module.module.name));
+    let skips = reached.iter().any(|effect| {
+        matches!(
+            effect.effect,
+            Effect::Downloads { .. } | Effect::Writes { .. }
+        )
+    }) && reached.iter().all(|effect| {
+        effect.skips_what_is_there
+            && !matches!(effect.effect, Effect::Removes { .. })
+            && (!own_module || matches!(effect.effect, Effect::Downloads { .. }))
+    });
     (skips && !trains).then_some(Download::HelperSkipsWhatIsThere)
 }
 
