@@ -203,12 +203,18 @@ impl Types<'_, '_> {
             Expr::Call(call) => {
                 if let Some(callee) =
                     callee_name(self.package, self.module.module, scope, &call.func)
-                    && let Some(returns) = self
+                {
+                    if let Some(returns) = self
                         .catalogue
                         .call(&callee)
                         .and_then(|entry| entry.returns.clone())
-                {
-                    return Some(returns);
+                    {
+                        return Some(returns);
+                    }
+                    // An instance of a package class: its methods are the package's.
+                    if is_package_function(self.package, &callee) {
+                        return Some(callee);
+                    }
                 }
                 let Expr::Attribute(attribute) = call.func.as_ref() else {
                     return None;
@@ -363,6 +369,9 @@ fn rank_zero_write(
             );
         }
     }
+    if let Some(tokens) = fit_writer_callbacks(analysis, module, scope_index, site.call, which) {
+        return Some(tokens);
+    }
     let callee = resolved_callee(analysis, module, scope_index, &site.call.func)?;
     let effects = &analysis.effects;
     let mut writes: Vec<&crate::analysis::training::effect_summaries::Reached> = effects
@@ -391,6 +400,84 @@ fn rank_zero_write(
             .flat_map(|reached| reached.path_tokens.clone())
             .collect()
     })
+}
+
+/// A Keras `fit` whose callbacks write on rank 0 only (`ModelCheckpoint`
+/// kept on rank 0's list, or about to be): the fit writes there. Returns the
+/// names their paths are built from.
+fn fit_writer_callbacks(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    call: &ast::ExprCall,
+    which: RankZeroWrites,
+) -> Option<Vec<String>> {
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return None;
+    };
+    if !crate::analysis::library::is_keras_fit_method(attribute.attr.as_str()) {
+        return None;
+    }
+    let callbacks = crate::analysis::walk::keyword(call, "callbacks")?;
+    let mut tokens = Vec::new();
+    let mut found = false;
+    let mut visit = |element: &Expr, on_rank_zero: bool| {
+        if !on_rank_zero && which == RankZeroWrites::AsWritten {
+            return;
+        }
+        let made = match element {
+            Expr::Call(made) => Some(made),
+            Expr::Name(name) => module.scopes[scope_index]
+                .facts
+                .assignments
+                .iter()
+                .rev()
+                .find(|assignment| assignment.name == name.id.as_str())
+                .and_then(|assignment| match assignment.value {
+                    Expr::Call(made) => Some(made),
+                    _ => None,
+                }),
+            _ => None,
+        };
+        let Some(made) = made else {
+            return;
+        };
+        let scope = &module.scopes[scope_index];
+        let writes = callee_name(analysis.package, module.module, scope, &made.func)
+            .and_then(|callee| analysis.catalogue.call(&callee))
+            .and_then(|entry| entry.find(|effect| matches!(effect, Effect::CallbackWrites { .. })));
+        if let Some(effect) = writes {
+            found = true;
+            tokens.extend(
+                crate::analysis::training::effect_summaries::path_argument(effect, made)
+                    .map(crate::analysis::training::effect_summaries::path_tokens)
+                    .unwrap_or_default(),
+            );
+        }
+    };
+    let Expr::List(list) = &callbacks.value else {
+        return None;
+    };
+    for element in &list.elts {
+        match element {
+            // `*([checkpoint] if hvd.rank() == 0 else [])`, as the rewrite writes it.
+            Expr::Starred(starred) => {
+                if let Expr::IfExp(choice) = starred.value.as_ref()
+                    && let Expr::List(kept) = choice.body.as_ref()
+                {
+                    let on_rank_zero = crate::analysis::index::is_rank_zero_test(
+                        &module.scopes[scope_index].bindings,
+                        &choice.test,
+                    );
+                    for inner in &kept.elts {
+                        visit(inner, on_rank_zero);
+                    }
+                }
+            }
+            other => visit(other, false),
+        }
+    }
+    found.then_some(tokens)
 }
 
 /// `hvd.allreduce(...)`, `hvd.join()`, `hvd.broadcast_object(...)`: every
@@ -487,6 +574,55 @@ impl PerProcess<'_> {
 /// assignments of the scope or the module: a path built from it is the
 /// rank's own.
 pub fn depends_on_rank(module: &ModuleAnalysis, scope_index: usize, expr: &Expr) -> bool {
+    depends_on_rank_directly(module, scope_index, expr)
+        || parameter_passed_from_rank(module, scope_index, expr)
+}
+
+/// A path built from a parameter of the function that every call of it in
+/// the module passes a rank-dependent value for
+/// (`save_report(model, "result-%s.json" % rank)`).
+fn parameter_passed_from_rank(module: &ModuleAnalysis, scope_index: usize, expr: &Expr) -> bool {
+    let scope = &module.scopes[scope_index];
+    if scope.function.is_none() {
+        return false;
+    }
+    let mut read = Vec::new();
+    crate::analysis::walk::walk_expression(expr, &mut |inner| {
+        if let Expr::Name(name) = inner
+            && let Some(position) = scope
+                .parameters
+                .iter()
+                .position(|parameter| parameter == name.id.as_str())
+        {
+            read.push((position, name.id.to_string()));
+        }
+    });
+    if read.is_empty() {
+        return false;
+    }
+    let callers: Vec<(usize, &CallSite)> = module
+        .scopes
+        .iter()
+        .enumerate()
+        .flat_map(|(index, caller)| caller.facts.calls.iter().map(move |site| (index, site)))
+        .filter(|(_, site)| matches!(site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == scope.name()))
+        .collect();
+    !callers.is_empty()
+        && callers.iter().all(|(index, site)| {
+            read.iter().any(|(position, parameter)| {
+                let passed = site
+                    .call
+                    .keywords
+                    .iter()
+                    .find(|keyword| keyword.arg.as_deref() == Some(parameter.as_str()))
+                    .map(|keyword| &keyword.value)
+                    .or_else(|| site.call.args.get(*position));
+                passed.is_some_and(|passed| depends_on_rank_directly(module, *index, passed))
+            })
+        })
+}
+
+fn depends_on_rank_directly(module: &ModuleAnalysis, scope_index: usize, expr: &Expr) -> bool {
     let mentions_rank = |expr: &Expr| {
         let mut found = false;
         crate::analysis::walk::walk_expression(expr, &mut |inner| match inner {
@@ -508,7 +644,15 @@ pub fn depends_on_rank(module: &ModuleAnalysis, scope_index: usize, expr: &Expr)
         });
         found
     };
+    // Each assigned value is followed once: a name assigned in a loop
+    // (`x = x + 1`) must not multiply the work.
+    let mut seen = std::collections::HashSet::new();
     let mut frontier = vec![expr];
+    let scopes: &[usize] = if scope_index == 0 {
+        &[0]
+    } else {
+        &[scope_index, 0]
+    };
     for _ in 0..4 {
         if frontier.iter().any(|expr| mentions_rank(expr)) {
             return true;
@@ -517,18 +661,22 @@ pub fn depends_on_rank(module: &ModuleAnalysis, scope_index: usize, expr: &Expr)
         for expr in &frontier {
             crate::analysis::walk::walk_expression(expr, &mut |inner| {
                 if let Expr::Name(name) = inner {
-                    for index in [scope_index, 0] {
+                    for index in scopes {
                         next.extend(
-                            module.scopes[index]
+                            module.scopes[*index]
                                 .facts
                                 .assignments
                                 .iter()
                                 .filter(|assignment| assignment.name == name.id.as_str())
-                                .map(|assignment| assignment.value),
+                                .map(|assignment| assignment.value)
+                                .filter(|value| seen.insert(std::ptr::from_ref(*value) as usize)),
                         );
                     }
                 }
             });
+        }
+        if next.is_empty() {
+            return false;
         }
         frontier = next;
     }

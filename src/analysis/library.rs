@@ -242,7 +242,8 @@ pub fn library_class(canonical: &str) -> Option<LibraryClass> {
         let writes_files = super::catalogue::Catalogue::builtin()
             .call(canonical)
             .is_some_and(|entry| {
-                entry.has(|effect| *effect == super::catalogue::Effect::CallbackWrites)
+                entry
+                    .has(|effect| matches!(effect, super::catalogue::Effect::CallbackWrites { .. }))
             });
         return Some(LibraryClass::Callback { writes_files });
     }

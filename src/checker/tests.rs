@@ -431,6 +431,22 @@ fn rank_zero_writes() {
                 ),
             ),
             (
+                "weights loaded after a rank-0 checkpoint callback, no barrier",
+                Verdict::Unknown,
+                &with(
+                    KERAS,
+                    "checkpoint = tf.keras.callbacks.ModelCheckpoint('best.h5')\nmodel.fit([[1.0]], [[1.0]], callbacks=[*([checkpoint] if hvd.rank() == 0 else [])])\nmodel.load_weights('best.h5')\n",
+                ),
+            ),
+            (
+                "weights loaded after a rank-0 checkpoint callback and a barrier",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    "checkpoint = tf.keras.callbacks.ModelCheckpoint('best.h5')\nmodel.fit([[1.0]], [[1.0]], callbacks=[*([checkpoint] if hvd.rank() == 0 else [])])\nhvd.allreduce(0, name='read_barrier')\nmodel.load_weights('best.h5')\n",
+                ),
+            ),
+            (
                 "a read of another file",
                 Verdict::Proven,
                 &with(

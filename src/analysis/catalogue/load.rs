@@ -69,7 +69,10 @@ struct EntryText {
     restores_checkpoint: Option<bool>,
     summary_op: Option<bool>,
     writes_summary: Option<bool>,
-    callback_writes: Option<bool>,
+    callback_writes: Option<PathText>,
+    /// Touches no storage and races with nobody: known, so its name says nothing.
+    #[serde(default)]
+    harmless: bool,
     /// The type of the value returned (`PIL.Image.Image`).
     returns: Option<String>,
 }
@@ -103,6 +106,7 @@ struct WritesText {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct DownloadsText {
     to: Option<ArgumentText>,
+    when: Option<ConditionText>,
     extracts_when: Option<ConditionText>,
     #[serde(default)]
     cached: bool,
@@ -151,6 +155,7 @@ struct ConditionText {
     keyword: Option<String>,
     truthy: Option<bool>,
     contains_any: Option<String>,
+    equals_or_absent: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -256,8 +261,8 @@ fn add_entries(
         }
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
-        if effects.is_empty() && text.returns.is_none() {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, callback-writes, or returns)")));
+        if effects.is_empty() && text.returns.is_none() && !text.harmless {
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, callback-writes, returns, or harmless: true)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -288,6 +293,7 @@ fn add_entries(
                 },
                 NameEffectText::Downloads => Effect::Downloads {
                     to: None,
+                    when: None,
                     extracts_when: None,
                     cached: false,
                 },
@@ -327,6 +333,7 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
     if let Some(downloads) = &text.downloads {
         effects.push(Effect::Downloads {
             to: argument(downloads.to.as_ref())?,
+            when: condition(downloads.when.as_ref())?,
             extracts_when: condition(downloads.extracts_when.as_ref())?,
             cached: downloads.cached,
         });
@@ -343,6 +350,11 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         effects.push(Effect::Removes {
             path: argument(removes.path.as_ref())?,
             tree: removes.tree,
+        });
+    }
+    if let Some(callback) = &text.callback_writes {
+        effects.push(Effect::CallbackWrites {
+            path: argument(callback.path.as_ref())?,
         });
     }
     if let Some(source) = &text.data_source {
@@ -366,7 +378,6 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         (text.restores_checkpoint, Effect::RestoresCheckpoint),
         (text.summary_op, Effect::SummaryOp),
         (text.writes_summary, Effect::WritesSummary),
-        (text.callback_writes, Effect::CallbackWrites),
     ];
     effects.extend(
         flags
@@ -410,14 +421,15 @@ fn condition(text: Option<&ConditionText>) -> Result<Option<Condition>, String> 
             "a condition needs the `position` or `keyword` of the argument it tests".into(),
         );
     }
-    let test = match (&text.truthy, &text.contains_any) {
-        (Some(true), None) => ConditionTest::Truthy,
-        (None, Some(characters)) if !characters.is_empty() => {
+    let test = match (&text.truthy, &text.contains_any, &text.equals_or_absent) {
+        (Some(true), None, None) => ConditionTest::Truthy,
+        (None, Some(characters), None) if !characters.is_empty() => {
             ConditionTest::ContainsAny(characters.clone())
         }
+        (None, None, Some(value)) => ConditionTest::EqualsOrAbsent(value.clone()),
         _ => {
             return Err(
-                "a condition tests `truthy: true` or `contains-any: \"...\"` (one of them)".into(),
+                "a condition tests `truthy: true`, `contains-any: \"...\"` or `equals-or-absent: \"...\"` (one of them)".into(),
             );
         }
     };

@@ -62,6 +62,9 @@ pub enum ConditionTest {
     Truthy,
     /// A string constant containing one of these characters (`mode="w"`).
     ContainsAny(String),
+    /// This string constant, or not passed at all (`weights="imagenet"`,
+    /// the default).
+    EqualsOrAbsent(String),
 }
 
 /// How sure the condition is for a call.
@@ -76,7 +79,10 @@ pub enum Certainty {
 impl Condition {
     pub fn on(&self, call: &ast::ExprCall) -> Certainty {
         let Some(value) = self.argument.of(call) else {
-            return Certainty::Fails;
+            return match self.test {
+                ConditionTest::EqualsOrAbsent(_) => Certainty::Holds,
+                _ => Certainty::Fails,
+            };
         };
         let Expr::Constant(constant) = value else {
             return Certainty::Unknown;
@@ -90,6 +96,8 @@ impl Condition {
                 text.contains(|character| characters.contains(character))
             }
             (ConditionTest::ContainsAny(_), _) => return Certainty::Unknown,
+            (ConditionTest::EqualsOrAbsent(wanted), Constant::Str(text)) => text == wanted,
+            (ConditionTest::EqualsOrAbsent(_), _) => false,
         };
         if holds {
             Certainty::Holds
@@ -127,6 +135,8 @@ pub enum Effect {
     /// call unpacks the archive again, even when it is cached.
     Downloads {
         to: Option<Argument>,
+        /// Downloads only when this holds (`weights="imagenet"`).
+        when: Option<Condition>,
         extracts_when: Option<Condition>,
         /// A second call finds what the first downloaded and fetches nothing.
         cached: bool,
@@ -162,8 +172,11 @@ pub enum Effect {
     /// Builds a summary op of a TF1 graph (computed by every rank).
     SummaryOp,
     WritesSummary,
-    /// A callback that writes files while `fit` runs (making it writes nothing).
-    CallbackWrites,
+    /// A callback that writes files while `fit` runs (making it writes
+    /// nothing), at the path in `path`.
+    CallbackWrites {
+        path: Option<Argument>,
+    },
 }
 
 impl Effect {
@@ -197,7 +210,7 @@ impl Effect {
             Effect::RestoresCheckpoint => "restores a checkpoint",
             Effect::SummaryOp => "builds a summary op",
             Effect::WritesSummary => "writes a summary",
-            Effect::CallbackWrites => "writes while fit runs",
+            Effect::CallbackWrites { .. } => "writes while fit runs",
         }
     }
 }
@@ -309,15 +322,17 @@ impl Catalogue {
             return Some(entry);
         }
         let segments: Vec<&str> = name.split('.').collect();
+        // The most specific pattern wins (fewest `*`), then the one written last.
         self.patterns
             .iter()
-            .find(|(pattern, _)| {
+            .filter(|(pattern, _)| {
                 pattern.len() == segments.len()
                     && pattern
                         .iter()
                         .zip(&segments)
                         .all(|(want, have)| want == "*" || want == have)
             })
+            .min_by_key(|(pattern, _)| pattern.iter().filter(|segment| *segment == "*").count())
             .map(|(_, entry)| entry)
     }
 

@@ -65,6 +65,10 @@ pub struct EffectSummaries {
     /// Functions that issue Horovod collectives (allreduce, broadcast,
     /// join...), directly or through the package: every rank must call them.
     pub collectives: std::collections::HashSet<String>,
+    /// Functions that call, on an object the analysis cannot type, a method
+    /// whose name a package class defines (`dataset.copy_files(...)`): what
+    /// they do is not fully known.
+    pub opaque: std::collections::HashSet<String>,
     /// The writes rank 0 alone makes (under a rank-0 test), through calls.
     pub rank_zero_writes: HashMap<String, Vec<Reached>>,
 }
@@ -75,6 +79,14 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
     let mut own_rank_zero: HashMap<String, Vec<Reached>> = HashMap::new();
     let mut own_tensorflow = std::collections::HashSet::new();
     let mut own_collectives = std::collections::HashSet::new();
+    let mut own_opaque = std::collections::HashSet::new();
+    let package_methods: std::collections::HashSet<&str> = analysis
+        .modules
+        .iter()
+        .flat_map(|module| module.scopes.iter())
+        .filter(|scope| scope.class.is_some())
+        .map(|scope| scope.name())
+        .collect();
     let mut calls: HashMap<String, Vec<String>> = HashMap::new();
     for module in &analysis.modules {
         for (index, scope) in module.scopes.iter().enumerate() {
@@ -90,6 +102,10 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
             if found.issues_collectives {
                 own_collectives.insert(scope.qualified_name.clone());
             }
+            if calls_untyped_package_method(analysis, module, index, &package_methods) {
+                own_opaque.insert(scope.qualified_name.clone());
+                own_opaque.extend(enclosing_functions(module, index));
+            }
             calls.insert(scope.qualified_name.clone(), found.callees);
         }
     }
@@ -98,11 +114,13 @@ pub(super) fn effect_summaries(analysis: &Analysis) -> EffectSummaries {
     add_classes(analysis, &every_rank, &mut classes);
     let builds_tensorflow = reaching(&own_tensorflow, &calls);
     let collectives = reaching(&own_collectives, &calls);
+    let opaque = reaching(&own_opaque, &calls);
     EffectSummaries {
         every_rank,
         classes,
         builds_tensorflow,
         collectives,
+        opaque,
         rank_zero_writes: propagate(own_rank_zero, &calls),
     }
 }
@@ -139,7 +157,38 @@ fn propagate(
     summaries
 }
 
-/// A class's methods' effects, under the class's own name.
+/// Whether a function's own calls include, on an object the analysis
+/// cannot type, a method whose name a package class defines.
+fn calls_untyped_package_method(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    index: usize,
+    package_methods: &std::collections::HashSet<&str>,
+) -> bool {
+    module.scopes[index].facts.calls.iter().any(|site| {
+        matches!(site.call.func.as_ref(), Expr::Attribute(attribute)
+            if package_methods.contains(attribute.attr.as_str())
+                && effects::resolved_callee(analysis, module, index, &site.call.func)
+                    .is_none_or(|callee| !effects::is_package_function(analysis.package, &callee)))
+    })
+}
+
+/// The functions enclosing an opaque one are opaque too (a nested helper
+/// runs when they call it), up to the first class.
+fn enclosing_functions(module: &ModuleAnalysis, index: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut current = module.scopes[index].parent;
+    while let Some(at) = current {
+        let scope = &module.scopes[at];
+        if scope.function.is_none() {
+            break;
+        }
+        found.push(scope.qualified_name.clone());
+        current = scope.parent;
+    }
+    found
+}
+
 /// The functions that are in `own`, or call one, through the package calls.
 fn reaching(
     own: &std::collections::HashSet<String>,
@@ -159,6 +208,7 @@ fn reaching(
     }
 }
 
+/// A class's methods' effects, under the class's own name.
 fn add_classes(
     analysis: &Analysis,
     functions: &HashMap<String, Vec<Reached>>,
@@ -293,6 +343,7 @@ pub fn path_argument<'c>(
         | Effect::CreatesDirectory { path, .. }
         | Effect::Removes { path, .. } => path.as_ref(),
         Effect::Downloads { to, .. } => to.as_ref(),
+        Effect::CallbackWrites { path } => path.as_ref(),
         _ => None,
     }?;
     argument.of(call)
@@ -344,6 +395,10 @@ pub fn happens_on_storage(effect: &Effect, call: &rustpython_parser::ast::ExprCa
         Effect::CreatesDirectory {
             race_free: true, ..
         } => false,
+        Effect::Downloads {
+            when: Some(condition),
+            ..
+        } => condition.on(call) != Certainty::Fails,
         Effect::Writes {
             when: Some(condition),
             ..

@@ -119,9 +119,7 @@ fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option
         Stmt::Assign(assign) => assign.value.as_ref(),
         _ => return None,
     };
-    let Expr::Call(call) = value else {
-        return None;
-    };
+    let call = called(value)?;
     // A per-rank path (`load_data(path="mnist-%d.npz" % hvd.rank())`) races with nobody.
     if rewrite.calls_horovod(value, "rank") {
         return None;
@@ -184,8 +182,9 @@ fn through_package_function(
                     Stmt::Assign(assign) => assign.value.as_ref(),
                     _ => return false,
                 };
-                matches!(value, Expr::Call(inner_call)
-                    if catalogued_download(rewrite, function, inner, inner_call).is_some())
+                called(value).is_some_and(|inner_call| {
+                    catalogued_download(rewrite, function, inner, inner_call).is_some()
+                })
             })
         });
     if fixed_inside {
@@ -205,6 +204,9 @@ fn through_package_function(
     // A function of this module gets its writes guarded inside it (with
     // barriers there): only its downloads make its callers wait.
     let own_module = callee.starts_with(&format!("{}.", rewrite.module.module.name));
+    if analysis.effects.opaque.contains(&callee) {
+        return None;
+    }
     let skips = reached.iter().any(|effect| {
         matches!(
             effect.effect,
@@ -216,6 +218,16 @@ fn through_package_function(
             && (!own_module || matches!(effect.effect, Effect::Downloads { .. }))
     });
     (skips && !trains).then_some(Download::HelperSkipsWhatIsThere)
+}
+
+/// The call a value is taken from: `f(x)`, `f(x)[0]`, `f(x).attribute`.
+fn called(value: &Expr) -> Option<&rustpython_parser::ast::ExprCall> {
+    match value {
+        Expr::Call(call) => Some(call),
+        Expr::Subscript(subscript) => called(&subscript.value),
+        Expr::Attribute(attribute) => called(&attribute.value),
+        _ => None,
+    }
 }
 
 /// The barrier an earlier run added ends on the line before.

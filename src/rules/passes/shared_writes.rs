@@ -81,6 +81,7 @@ pub fn calls_a_writing_helper(
                 })
         });
     let steers = analysis.effects.builds_tensorflow.contains(&function)
+        || analysis.effects.opaque.contains(&function)
         || analysis
             .functions
             .get(&function)
