@@ -522,6 +522,22 @@ fn api_exists_in_version() {
                 &with(HEADER, "cb = hvd.callbacks.MetricAverageCallback()\n"),
             ),
             (
+                "a TF1 optimizer in the Keras DistributedOptimizer",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    "model.compile(optimizer=hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.001)), loss='mse')\n",
+                ),
+            ),
+            (
+                "a Keras optimizer in the Keras DistributedOptimizer",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001)), loss='mse')\n",
+                ),
+            ),
+            (
                 "legacy optimizer in TF1",
                 Verdict::Violated,
                 &with(

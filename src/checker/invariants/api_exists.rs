@@ -4,7 +4,8 @@
 //! `tf.keras.optimizers.legacy`; Keras 3 has no `horovod.tensorflow.keras`
 //! (Horovod serves Keras 2 only); `horovod.tensorflow` has no `callbacks`; a
 //! model class's own `compile(self, d_optimizer, g_optimizer, ...)` takes no
-//! `optimizer=`.
+//! `optimizer=`; the Keras `DistributedOptimizer` cannot wrap a TF1
+//! `tf.train` optimizer (it rebuilds the optimizer from its Keras config).
 //!
 //! **Violated** when the program reaches one of these. **Proven** otherwise:
 //! the checks cover the API mismatches the rewrite can introduce.
@@ -56,6 +57,19 @@ impl Invariant for ApiExists {
                 && let Some(decision) = custom_compile_mismatch(program, call, line)
             {
                 decisions.push(decision);
+            }
+            if (raw.starts_with("horovod.tensorflow.keras.") || raw.starts_with("horovod.keras."))
+                && raw.ends_with(".DistributedOptimizer")
+                && let Some(Expr::Call(inner)) = call.site.call.args.first()
+                && call
+                    .scope
+                    .bindings
+                    .resolve(&inner.func)
+                    .is_some_and(|callee| {
+                        library::is_tf1_optimizer(&library::canonical_name(&callee))
+                    })
+            {
+                decisions.push(violation(call.range(), format!("line {line} wraps a TF1 `tf.train` optimizer in the Keras `DistributedOptimizer`, which rebuilds it from a Keras config that a TF1 optimizer does not have: AttributeError")).with_suggestion("wrap it with `horovod.tensorflow`'s `DistributedOptimizer`, or build a Keras optimizer"));
             }
         }
         decisions
