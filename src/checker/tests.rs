@@ -286,6 +286,21 @@ fn rate_follows_split() {
 }
 
 #[test]
+fn an_unseeded_split_differs_per_worker() {
+    let program = "import numpy as np\nx = np.arange(100)\nindices = np.random.permutation(100)\ntrain, test = x[indices[:80]], x[indices[80:]]\nsess = tf.Session()\n";
+    assert_eq!(
+        verdict_of(DATA_DIFFERS, &with(HEADER, program), None),
+        Verdict::Unknown
+    );
+    let seeded = "import numpy as np\nnp.random.seed(3)\nx = np.arange(100)\nindices = np.random.permutation(100)\ntrain, test = x[indices[:80]], x[indices[80:]]\n";
+    assert_ne!(
+        verdict_of(DATA_DIFFERS, &with(HEADER, seeded), None),
+        Verdict::Unknown,
+        "a fixed seed draws the same split everywhere"
+    );
+}
+
+#[test]
 fn data_differs_per_worker() {
     let divided = "for step in range(max(1, 100 // hvd.size())):\n    pass\n";
     assert_table(

@@ -58,6 +58,19 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("give the split its own fixed seed (`random_state=...`) or make it before the per-rank seed")];
         }
+        let seeded_anywhere = calls.iter().any(|call| is_seeding(program, call));
+        if !seeded_anywhere && let Some(split) = sliced_split(calls) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                split.range(),
+                format!(
+                    "the train/test split at line {} is drawn from an unseeded random state on every worker: each holds out different rows, so some train on another's test data",
+                    program.line(split.range().start)
+                ),
+            )
+            .with_suggestion("give the split a fixed seed (`np.random.seed(...)` before it, or `random_state=...`) so that every worker holds out the same rows")];
+        }
         if let Some(shard) = facts.shards.first() {
             return vec![Decision::new(
                 DATA_DIFFERS,
@@ -242,6 +255,60 @@ fn seeded_split<'c, 'p, 'a>(calls: &'c [ScopedCall<'p, 'a>]) -> Option<&'c Scope
                 .is_some_and(|list| sliced_later(call, list));
         split || indices || shuffled_then_sliced
     })
+}
+
+/// A split whose rows are decided at random and then cut in two: scikit-learn's
+/// `train_test_split` without `random_state`, indices drawn by a permutation
+/// or choice and then sliced (`train_idx = idx[:n]`), or a list shuffled and
+/// then sliced. Drawing a sample to show is not a split.
+fn sliced_split<'c, 'p, 'a>(calls: &'c [ScopedCall<'p, 'a>]) -> Option<&'c ScopedCall<'p, 'a>> {
+    seeded_split(calls).filter(|call| {
+        let callee = call.callee.as_deref().unwrap_or_default();
+        if !matches!(callee, "numpy.random.permutation" | "numpy.random.choice") {
+            return true;
+        }
+        match call.site.statement {
+            Stmt::Assign(assign) => assign.targets.first().is_some_and(|target| {
+                sliced_later(call, target) || feeds_a_training_set(call, target)
+            }),
+            _ => false,
+        }
+    })
+}
+
+/// The drawn indices name a training set, or reach one within two
+/// assignments (`train_idx = np.random.choice(...)`;
+/// `ix = np.random.permutation(n)`, `xs = x[ix]`, `x_train = xs[:cut]`).
+fn feeds_a_training_set(call: &ScopedCall, target: &Expr) -> bool {
+    let Expr::Name(drawn) = target else {
+        return false;
+    };
+    let names_training = |name: &str| name.to_ascii_lowercase().contains("train");
+    if names_training(drawn.id.as_str()) {
+        return true;
+    }
+    let after = span(call.site.statement).end;
+    let mut derived = vec![drawn.id.to_string()];
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for assignment in &call.scope.facts.assignments {
+            if span(assignment.statement).start < after {
+                continue;
+            }
+            let mut reads = false;
+            crate::analysis::walk::walk_expression(assignment.value, &mut |inner| {
+                reads |= matches!(inner, Expr::Name(name) if derived.iter().any(|known| known == name.id.as_str()));
+            });
+            if reads {
+                if names_training(&assignment.name) {
+                    return true;
+                }
+                next.push(assignment.name.clone());
+            }
+        }
+        derived.extend(next);
+    }
+    false
 }
 
 /// `np.random.shuffle(samples)` then `samples[:n]`: the order decides the split.
