@@ -262,6 +262,27 @@ impl<'a> Program<'a> {
             .any(|generated| generated.start < range.end && range.start < generated.end)
     }
 
+    /// What the catalogue of library behaviour says a call does.
+    pub fn known(&self, call: &ScopedCall) -> crate::analysis::effects::Known<'a> {
+        crate::analysis::effects::of_call(
+            self.analysis,
+            self.module,
+            call.scope_index,
+            call.site.call,
+        )
+    }
+
+    /// Whether the catalogue gives a call this effect.
+    pub fn has_effect(
+        &self,
+        call: &ScopedCall,
+        effect: &crate::analysis::catalogue::Effect,
+    ) -> bool {
+        self.known(call)
+            .entry()
+            .is_some_and(|entry| entry.effects.contains(effect))
+    }
+
     /// The line (1-based) of an offset, for messages: the user's line (for
     /// generated text, the line where the rewrite put it).
     pub fn line(&self, offset: usize) -> usize {

@@ -94,18 +94,22 @@ impl<'a> RewriteContext<'a> {
         callee_name(self.analysis.package, self.module.module, scope, func)
     }
 
+    /// The index of one of the module's scopes (the analysis's questions
+    /// about calls are asked by index).
+    pub fn scope_index(&self, scope: &Scope) -> Option<usize> {
+        self.module
+            .scopes
+            .iter()
+            .position(|candidate| std::ptr::eq(candidate, scope))
+    }
+
     /// What a call of `scope` does, by the catalogue of library behaviour.
     pub fn call_effects(
         &self,
         scope: &Scope,
         call: &ast::ExprCall,
     ) -> crate::analysis::effects::Known<'a> {
-        let Some(index) = self
-            .module
-            .scopes
-            .iter()
-            .position(|candidate| std::ptr::eq(candidate, scope))
-        else {
+        let Some(index) = self.scope_index(scope) else {
             return crate::analysis::effects::Known::Nothing;
         };
         crate::analysis::effects::of_call(self.analysis, self.module, index, call)

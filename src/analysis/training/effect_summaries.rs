@@ -272,19 +272,24 @@ fn own_effects(analysis: &Analysis, module: &ModuleAnalysis, index: usize) -> Ow
                 }));
             continue;
         }
-        if path_depends_on_rank(site.call) || race_is_handled(scope.body, &statement) {
-            continue;
-        }
+        // The rank's own path, or a race the code handles, is no shared
+        // write (asked last: following parameters to their callers is dear).
+        let rank_own = || {
+            race_is_handled(scope.body, &statement)
+                || arguments_depend_on_rank(module, index, site.call)
+        };
         let callee = effects::resolved_callee(analysis, module, index, &site.call.func);
         if let Some(callee) =
             callee.filter(|callee| effects::is_package_function(analysis.package, callee))
         {
-            found.callees.push(callee);
+            if !rank_own() {
+                found.callees.push(callee);
+            }
             continue;
         }
-        found
-            .every_rank
-            .extend(reached(analysis, module, index, site));
+        if let Some(effect) = reached(analysis, module, index, site).filter(|_| !rank_own()) {
+            found.every_rank.push(effect);
+        }
     }
     found
 }
@@ -411,31 +416,17 @@ pub fn happens_on_storage(effect: &Effect, call: &rustpython_parser::ast::ExprCa
     }
 }
 
-/// A path built from the rank (`f"out-{hvd.rank()}.png"`, `os.environ["OMPI_COMM_WORLD_RANK"]`).
-fn path_depends_on_rank(call: &rustpython_parser::ast::ExprCall) -> bool {
-    let mut found = false;
-    for argument in call
-        .args
+/// A call whose arguments are built from the rank (`f"out-{hvd.rank()}.png"`,
+/// a `..._RANK` variable, a parameter every caller passes one): the rank's own.
+pub fn arguments_depend_on_rank(
+    module: &ModuleAnalysis,
+    index: usize,
+    call: &rustpython_parser::ast::ExprCall,
+) -> bool {
+    call.args
         .iter()
         .chain(call.keywords.iter().map(|keyword| &keyword.value))
-    {
-        walk_expression(argument, &mut |inner| match inner {
-            Expr::Call(inner_call) => {
-                found |= dotted_name(&inner_call.func)
-                    .is_some_and(|name| name.ends_with("rank") || name.ends_with("rank_zero"));
-            }
-            Expr::Constant(constant) => {
-                if let rustpython_parser::ast::Constant::Str(text) = &constant.value {
-                    found |= text.ends_with("RANK")
-                        && text
-                            .chars()
-                            .all(|character| character.is_ascii_uppercase() || character == '_');
-                }
-            }
-            _ => {}
-        });
-    }
-    found
+        .any(|argument| effects::depends_on_rank(module, index, argument))
 }
 
 /// Whether a test asks the file system what is there
@@ -481,7 +472,7 @@ pub fn under_file_test(body: &[Stmt], statement: &std::ops::Range<usize>) -> boo
 
 /// The call sits in a `try` that catches the error a lost race raises, or
 /// under a file lock (`with FileLock(...)`).
-fn race_is_handled(body: &[Stmt], statement: &std::ops::Range<usize>) -> bool {
+pub fn race_is_handled(body: &[Stmt], statement: &std::ops::Range<usize>) -> bool {
     path_to(body, statement).is_some_and(|path| {
         path.iter().any(|enclosing| match enclosing {
             Stmt::Try(node) => !node.handlers.is_empty(),

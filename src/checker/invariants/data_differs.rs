@@ -344,14 +344,7 @@ fn seeds_by_rank(program: &Program, call: &ScopedCall) -> bool {
 
 /// A call the catalogue says seeds a global random generator.
 fn is_seeding(program: &Program, call: &ScopedCall) -> bool {
-    crate::analysis::effects::of_call(
-        program.analysis,
-        program.module,
-        call.scope_index,
-        call.site.call,
-    )
-    .entry()
-    .is_some_and(|entry| entry.has(|effect| *effect == crate::analysis::catalogue::Effect::Seeds))
+    program.has_effect(call, &crate::analysis::catalogue::Effect::Seeds)
 }
 
 /// A call that draws at random without a fixed seed of its own.

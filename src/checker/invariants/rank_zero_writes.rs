@@ -13,7 +13,7 @@
 //! in a helper the checker cannot place, or a call's name says it writes and
 //! its receiver is unknown.
 
-use rustpython_parser::ast::{Constant, Expr, Stmt};
+use rustpython_parser::ast::{Expr, Stmt};
 
 use crate::analysis::catalogue::{Certainty, Condition, Effect};
 use crate::analysis::effects::{self, Known};
@@ -45,12 +45,19 @@ impl Invariant for RankZeroWrites {
         let mut decisions = Vec::new();
         for call in calls {
             if program.runs_on_rank_zero_only(call.scope, call.site)
-                || race_is_handled(program, call)
+                || effect_summaries::race_is_handled(
+                    call.scope.body,
+                    &crate::python::parse::span(call.site.statement),
+                )
                 || program
                     .module
                     .index
                     .is_in_launcher(&crate::python::parse::span(call.site.statement))
-                || path_depends_on_rank(program, call)
+                || effect_summaries::arguments_depend_on_rank(
+                    program.module,
+                    call.scope_index,
+                    call.site.call,
+                )
             {
                 continue;
             }
@@ -68,12 +75,7 @@ impl Invariant for RankZeroWrites {
 
 /// A call the catalogue knows, or whose name says what it does.
 fn by_catalogue(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> Option<Decision> {
-    let known = effects::of_call(
-        program.analysis,
-        program.module,
-        call.scope_index,
-        call.site.call,
-    );
+    let known = program.known(call);
     match known {
         Known::Catalogued(entry) => {
             let effect = entry
@@ -299,19 +301,6 @@ fn download(
     )
 }
 
-/// A race the code handles itself: the call sits in a `try` that catches
-/// the error a lost race raises, or under a file lock (`with FileLock(...)`).
-fn race_is_handled(program: &Program, call: &ScopedCall) -> bool {
-    program.enclosing_statements(call.scope, call.site).iter().any(|statement| match statement {
-        Stmt::Try(node) => !node.handlers.is_empty(),
-        Stmt::With(node) => node.items.iter().any(|item| {
-            matches!(&item.context_expr, Expr::Call(lock)
-                if crate::analysis::walk::dotted_name(&lock.func).is_some_and(|name| name.ends_with("Lock")))
-        }),
-        _ => false,
-    })
-}
-
 /// Module level, or the function of a training loop: it runs on every rank.
 fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
     let scope_index = call.scope_index;
@@ -322,99 +311,4 @@ fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
             .iter()
             .any(|site| site.scope == scope_index)
         || call.scope.name() == "main"
-}
-
-/// A path built from the rank: `hvd.rank()`, or a launcher's rank variable
-/// (`os.environ["HOROVOD_RANK"]`), directly, through names the scope
-/// assigns, or through a parameter every caller in the module passes one.
-fn path_depends_on_rank(program: &Program, call: &ScopedCall) -> bool {
-    let arguments: Vec<&Expr> = call
-        .site
-        .call
-        .args
-        .iter()
-        .chain(call.site.call.keywords.iter().map(|keyword| &keyword.value))
-        .collect();
-    if depends_on_rank(program, call.scope, arguments.clone()) {
-        return true;
-    }
-    // A helper's parameter: every call of the helper passes a rank path.
-    let parameters: Vec<(usize, &String)> = call
-        .scope
-        .parameters
-        .iter()
-        .enumerate()
-        .filter(|(_, parameter)| {
-            arguments.iter().any(|argument| {
-                let mut reads = false;
-                crate::analysis::walk::walk_expression(argument, &mut |inner| {
-                    reads |=
-                        matches!(inner, Expr::Name(name) if name.id.as_str() == parameter.as_str());
-                });
-                reads
-            })
-        })
-        .collect();
-    if parameters.is_empty() || call.scope.function.is_none() {
-        return false;
-    }
-    let callers: Vec<&ScopedCall> = program
-        .calls()
-        .iter()
-        .filter(|caller| matches!(caller.site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == call.scope.name()))
-        .collect();
-    !callers.is_empty()
-        && callers.iter().all(|caller| {
-            parameters.iter().any(|(index, parameter)| {
-                Program::argument(caller.site.call, parameter, *index)
-                    .is_some_and(|passed| depends_on_rank(program, caller.scope, vec![passed]))
-            })
-        })
-}
-
-/// Whether expressions read the rank, through up to three assignments
-/// (`rank = ...; name = ...; path = ...`).
-fn depends_on_rank<'e>(
-    program: &Program,
-    scope: &'e crate::analysis::training::Scope<'e>,
-    mut frontier: Vec<&'e Expr>,
-) -> bool {
-    let mentions_rank = |expr: &Expr| {
-        let mut found = program.calls_horovod_function(scope, expr, "rank")
-            || program.calls_horovod_function(scope, expr, "local_rank");
-        crate::analysis::walk::walk_expression(expr, &mut |inner| {
-            if let Expr::Constant(constant) = inner
-                && let Constant::Str(text) = &constant.value
-                && text.ends_with("RANK")
-                && text
-                    .chars()
-                    .all(|character| character.is_ascii_uppercase() || character == '_')
-            {
-                found = true;
-            }
-        });
-        found
-    };
-    for _ in 0..4 {
-        if frontier.iter().any(|expr| mentions_rank(expr)) {
-            return true;
-        }
-        let mut next = Vec::new();
-        for expr in &frontier {
-            crate::analysis::walk::walk_expression(expr, &mut |inner| {
-                if let Expr::Name(name) = inner {
-                    next.extend(
-                        scope
-                            .facts
-                            .assignments
-                            .iter()
-                            .filter(|assignment| assignment.name == name.id.as_str())
-                            .map(|assignment| assignment.value),
-                    );
-                }
-            });
-        }
-        frontier = next;
-    }
-    false
 }

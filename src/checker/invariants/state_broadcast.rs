@@ -305,16 +305,10 @@ fn session_broadcast(
         .iter()
         .find(|call| call.horovod_function() == Some("broadcast_global_variables"));
     let initialiser = calls.iter().find(|call| {
-        crate::analysis::effects::of_call(
-            program.analysis,
-            program.module,
-            call.scope_index,
-            call.site.call,
+        program.has_effect(
+            call,
+            &crate::analysis::catalogue::Effect::InitialisesVariables,
         )
-        .entry()
-        .is_some_and(|entry| {
-            entry.has(|effect| *effect == crate::analysis::catalogue::Effect::InitialisesVariables)
-        })
     });
     if let (Some(broadcast), Some(initialiser)) = (broadcast, initialiser)
         && std::ptr::eq(broadcast.scope, initialiser.scope)

@@ -163,11 +163,7 @@ fn through_package_function(
     call: &rustpython_parser::ast::ExprCall,
 ) -> Option<Download> {
     let analysis = rewrite.analysis;
-    let index = rewrite
-        .module
-        .scopes
-        .iter()
-        .position(|candidate| std::ptr::eq(candidate, scope))?;
+    let index = rewrite.scope_index(scope)?;
     let callee = effects::resolved_callee(analysis, rewrite.module, index, &call.func)?;
     let callee = effects::function_called(analysis, &callee);
     let fixed_inside = rewrite

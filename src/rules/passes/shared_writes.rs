@@ -19,7 +19,7 @@ use crate::rules::rewrite::ModuleRewrite;
 
 /// A catalogued write or removal on a path every worker shares.
 pub fn writes_shared_files(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
-    let Some(index) = scope_index(rewrite, scope) else {
+    let Some(index) = rewrite.scope_index(scope) else {
         return false;
     };
     rewrite
@@ -35,7 +35,7 @@ pub fn writes_shared_files(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::E
 /// A write to a path of this process or rank alone: every rank writes its
 /// own, and may read it back.
 pub fn writes_own_path(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
-    let Some(index) = scope_index(rewrite, scope) else {
+    let Some(index) = rewrite.scope_index(scope) else {
         return false;
     };
     rewrite
@@ -55,7 +55,7 @@ pub fn calls_a_writing_helper(
     call: &ast::ExprCall,
 ) -> bool {
     let analysis = rewrite.analysis;
-    let Some(index) = scope_index(rewrite, scope) else {
+    let Some(index) = rewrite.scope_index(scope) else {
         return false;
     };
     let Some(callee) = effects::resolved_callee(analysis, rewrite.module, index, &call.func) else {
@@ -86,30 +86,7 @@ pub fn calls_a_writing_helper(
             .functions
             .get(&function)
             .is_none_or(|summary| !summary.reaches.is_empty());
-    only_writes && !steers && !calls_horovod_anywhere(rewrite, &function)
-}
-
-/// Whether a package function's body calls Horovod.
-fn calls_horovod_anywhere(rewrite: &ModuleRewrite, function: &str) -> bool {
-    rewrite.analysis.modules.iter().any(|module| {
-        module
-            .scopes
-            .iter()
-            .filter(|scope| scope.qualified_name == function)
-            .any(|scope| {
-                scope.body.iter().any(|stmt| {
-                    let mut found = false;
-                    walk_statement_expressions(stmt, &mut |expr| {
-                        walk_expression(expr, &mut |inner| {
-                            found |= matches!(inner, Expr::Call(call)
-                                if crate::analysis::walk::dotted_name(&call.func)
-                                    .is_some_and(|name| name.starts_with("hvd.") || name.starts_with("horovod.")));
-                        });
-                    });
-                    found
-                })
-            })
-    })
+    only_writes && !steers && !analysis.effects.collectives.contains(&function)
 }
 
 /// `with open(path, "w") as f:` (or another catalogued writer) whose body
@@ -119,7 +96,7 @@ pub fn writes_in_with_block(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt)
     let Stmt::With(block) = stmt else {
         return false;
     };
-    let Some(index) = scope_index(rewrite, scope) else {
+    let Some(index) = rewrite.scope_index(scope) else {
         return false;
     };
     let writes = block.items.iter().any(|item| {
@@ -148,14 +125,6 @@ pub fn writes_in_with_block(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt)
         }
     }
     !read_after(scope, stmt, &bound)
-}
-
-fn scope_index(rewrite: &ModuleRewrite, scope: &Scope) -> Option<usize> {
-    rewrite
-        .module
-        .scopes
-        .iter()
-        .position(|candidate| std::ptr::eq(candidate, scope))
 }
 
 fn is_own_path(
