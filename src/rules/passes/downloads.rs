@@ -57,7 +57,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             // Module code before Horovod is initialised, or before the
             // TensorFlow import the barrier needs, cannot wait for rank 0.
             let at_import = scope.function.is_none()
-                && (span(statement).start <= initialised_at
+                && (span(statement).start < initialised_at
                     || tensorflow_bound_after(rewrite, span(statement).start));
             if at_import {
                 continue;
@@ -79,6 +79,15 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             else {
                 return;
             };
+            // Right below the init block, the edit must land after it: it goes
+            // with the core's edits, which keep the order they were made in.
+            let previous_owner = match span(statement).start == initialised_at {
+                true => Some(std::mem::replace(
+                    &mut rewrite.sink.owner,
+                    crate::rules::SINGLE_GPU_TRAINING,
+                )),
+                false => None,
+            };
             match download {
                 Download::SkipsWhatIsThere => download_on_rank_zero_first(
                     rewrite,
@@ -97,6 +106,9 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                     download_on_rank_zero_only(rewrite, statement, &barrier);
                 }
                 Download::Again => {}
+            }
+            if let Some(owner) = previous_owner {
+                rewrite.sink.owner = owner;
             }
         }
     }
