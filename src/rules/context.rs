@@ -94,6 +94,55 @@ impl<'a> RewriteContext<'a> {
         callee_name(self.analysis.package, self.module.module, scope, func)
     }
 
+    /// Whether the module's code names `identifier` (a name, an attribute,
+    /// or a function's name), as code and never in a comment or a string:
+    /// facts about the program come from its syntax, not its text.
+    pub fn mentions(&self, identifier: &str) -> bool {
+        self.mentions_any(&|name| name == identifier)
+    }
+
+    /// Whether the module's code calls a method `method` (`ds.shard(...)`).
+    pub fn calls_method(&self, method: &str) -> bool {
+        let mut found = false;
+        crate::analysis::walk::for_each_statement(
+            &self.module.module.body,
+            true,
+            &mut |statement| {
+                crate::analysis::walk::walk_statement_expressions(statement, &mut |expression| {
+                    found |= matches!(expression, Expr::Call(call)
+                    if matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == method));
+                });
+            },
+        );
+        found
+    }
+
+    /// Whether a name, attribute or function name of the module's code
+    /// passes `test`.
+    pub fn mentions_any(&self, test: &dyn Fn(&str) -> bool) -> bool {
+        let mut found = false;
+        crate::analysis::walk::for_each_statement(
+            &self.module.module.body,
+            true,
+            &mut |statement| {
+                if found {
+                    return;
+                }
+                if let Stmt::FunctionDef(function) = statement {
+                    found |= test(function.name.as_str());
+                }
+                crate::analysis::walk::walk_statement_expressions(statement, &mut |expression| {
+                    found |= match expression {
+                        Expr::Name(name) => test(name.id.as_str()),
+                        Expr::Attribute(attribute) => test(attribute.attr.as_str()),
+                        _ => false,
+                    };
+                });
+            },
+        );
+        found
+    }
+
     /// The index of one of the module's scopes (the analysis's questions
     /// about calls are asked by index).
     pub fn scope_index(&self, scope: &Scope) -> Option<usize> {

@@ -258,15 +258,39 @@ fn rewrite_one_pattern<'a>(
     pattern: TrainingPattern,
     options: RuleOptions,
 ) -> ModuleRewriteResult {
+    // Whether a loop's work is split is known only once the loops are
+    // rewritten, after some rates may have been scaled: a module with a loop
+    // left whole is proposed again with no rate scaled (invariant 5), so that
+    // every DST101 saying the rate was left as written is true.
+    match propose(analysis, module, pattern, options, false) {
+        (_, WorkSplit::NotEverywhere) => propose(analysis, module, pattern, options, true).0,
+        (result, _) => result,
+    }
+}
+
+/// Whether every training loop of a proposal had its work split.
+enum WorkSplit {
+    Everywhere,
+    NotEverywhere,
+}
+
+fn propose<'a>(
+    analysis: &'a Analysis<'a>,
+    module: &'a ModuleAnalysis<'a>,
+    pattern: TrainingPattern,
+    options: RuleOptions,
+    keep_rates: bool,
+) -> (ModuleRewriteResult, WorkSplit) {
     let plugin = patterns::plugin_for(pattern);
     let mut rewrite = ModuleRewrite::new(analysis, module, plugin, options);
+    rewrite.learning_rates.work_not_split = keep_rates;
     // Code that already uses Horovod chose how to wrap its optimizers.
     let refusals = match rewrite.had_horovod {
         true => Vec::new(),
         false => plugin.refusals(&rewrite),
     };
     if !refusals.is_empty() {
-        return left_as_written(pattern, refusals);
+        return (left_as_written(pattern, refusals), WorkSplit::Everywhere);
     }
     note_existing_horovod(&mut rewrite);
     // Each pass's edits belong to its code; the core of the rewrite to
@@ -274,7 +298,10 @@ fn rewrite_one_pattern<'a>(
     passes::init_block::run(&mut rewrite);
     plugin.rewrite(&mut rewrite);
     if !rewrite.refusals.is_empty() {
-        return left_as_written(pattern, rewrite.refusals);
+        return (
+            left_as_written(pattern, rewrite.refusals),
+            WorkSplit::Everywhere,
+        );
     }
     passes::learning_rate::run(&mut rewrite);
     rewrite.run_pass(
@@ -301,10 +328,15 @@ fn rewrite_one_pattern<'a>(
     );
     assumptions::check(&mut rewrite);
     let owner = single_gpu_training(module, plugin, &rewrite);
-    ModuleRewriteResult {
+    let split = match rewrite.learning_rates.work_not_split && !keep_rates {
+        true => WorkSplit::NotEverywhere,
+        false => WorkSplit::Everywhere,
+    };
+    let result = ModuleRewriteResult {
         classification: Classification::Pattern(pattern),
         diagnostics: rewrite.finish(owner),
-    }
+    };
+    (result, split)
 }
 
 /// The diagnostic the core of a module's rewrite belongs to, at its first

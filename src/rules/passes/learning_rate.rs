@@ -106,7 +106,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             scale_call_learning_rate(rewrite, scope, site.call, &schedule_names);
         }
     }
-    let mentions_warmup = rewrite.text.contains("Warmup") || rewrite.text.contains("warmup");
+    let mentions_warmup = rewrite.mentions_any(&|name| name.to_lowercase().contains("warmup"));
     if let Some(range) = rewrite.learning_rates.first_scaled_call.clone()
         && !mentions_warmup
         && !rewrite.learning_rates.warmup_added
@@ -174,6 +174,9 @@ pub fn scale_call_learning_rate(
     call: &ast::ExprCall,
     schedule_names: &HashSet<String>,
 ) -> bool {
+    if rewrite.learning_rates.work_not_split {
+        return false;
+    }
     let Some(class) = rewrite.library_class_of_call(scope, call) else {
         return false;
     };

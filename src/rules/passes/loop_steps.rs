@@ -95,7 +95,7 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         divide_bound(rewrite, loop_statement, count);
         return WorkSplit::Divided;
     }
-    if rewrite.text.contains(".shard(") {
+    if rewrite.calls_method("shard") {
         return WorkSplit::AlreadySplit;
     }
     let scope_index = rewrite.module.scope_at(span(loop_statement).start);
@@ -124,7 +124,7 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
     if range_bound(iterable).is_some() {
         return is_full_batch(rewrite, for_loop);
     }
-    if take_count(iterable).is_some() || rewrite.text.contains(".shard(") {
+    if take_count(iterable).is_some() || rewrite.calls_method("shard") {
         return false;
     }
     let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
@@ -435,17 +435,16 @@ const DRAWS_DATA: &[&str] = &[
     "permutation",
 ];
 
-/// Module text that shows a graph-side input pipeline: each `sess.run`
+/// Methods whose call shows a graph-side input pipeline: each `sess.run`
 /// draws the next batch with nothing in the loop saying so.
 const GRAPH_SIDE_INPUT: &[&str] = &[
     "get_next",
     "next_batch",
     "shuffle_batch",
-    "train.batch(",
+    "batch",
     "start_queue_runners",
     "make_one_shot_iterator",
     "make_initializable_iterator",
-    ".batch(",
 ];
 
 /// Whether every iteration of a `range` loop trains on the same data: the
@@ -455,7 +454,7 @@ const GRAPH_SIDE_INPUT: &[&str] = &[
 fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     if GRAPH_SIDE_INPUT
         .iter()
-        .any(|marker| rewrite.text.contains(marker))
+        .any(|method| rewrite.calls_method(method))
     {
         return false;
     }

@@ -195,7 +195,7 @@ fn barrier_after_deleting_tree(rewrite: &mut ModuleRewrite, scope: &Scope, group
             && barrier_anchor(rewrite, scope, site.statement, span(site.statement).end)
                 .is_some_and(|(_, later_parent)| later_parent == parent)
     });
-    if deleted_later || rewrite.text.contains("rmtree_barrier") {
+    if deleted_later || rewrite.mentions("rmtree_barrier") {
         return;
     }
     let Some(barrier) = rewrite

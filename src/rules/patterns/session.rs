@@ -188,7 +188,7 @@ fn run_calls<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall, String)
 }
 
 fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
-    if rewrite.text.contains("broadcast_global_variables") {
+    if rewrite.calls_method("broadcast_global_variables") {
         return;
     }
     let module = rewrite.module;

@@ -112,7 +112,7 @@ fn allreduce_manual_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
         .is_some_and(|callee| library::canonical_name(&callee) == "tensorflow.gradients");
     let name = target.id.as_str();
     if !makes_gradients
-        || !rewrite.text.contains("apply_gradients(")
+        || !rewrite.calls_method("apply_gradients")
         || rewrite.is_assigned_from_horovod(scope.body, name, "allreduce")
         || !rewrite.owns_its_lines(&span(stmt))
     {
@@ -215,7 +215,7 @@ pub fn pin_session_config(
     keyword_name: &str,
     prefix: &str,
 ) {
-    if rewrite.text.contains("visible_device_list") && rewrite.text.contains("local_rank()") {
+    if rewrite.mentions("visible_device_list") && rewrite.calls_method("local_rank") {
         return;
     }
     let pin = |rewrite: &ModuleRewrite, name: &str| {

@@ -193,23 +193,25 @@ fn explicit<'a>(
             suggestion: pass_wrapped_optimizer(rewrite),
         };
     };
-    let size = rewrite.horovod_call("size");
     let tf = &rewrite.tf;
-    let rate = &argument.rate;
+    let rate = match rewrite.learning_rates.work_not_split {
+        true => argument.rate.to_string(),
+        false => format!("{} * {}", argument.rate, rewrite.horovod_call("size")),
+    };
     let built = if estimator.contains("v1") {
         let class = if class == "SGD" {
             "GradientDescent"
         } else {
             class.as_str()
         };
-        format!("{tf}.compat.v1.train.{class}Optimizer(learning_rate={rate} * {size})")
+        format!("{tf}.compat.v1.train.{class}Optimizer(learning_rate={rate})")
     } else {
         let class = if class == "RMSProp" {
             "RMSprop"
         } else {
             class.as_str()
         };
-        format!("{tf}.keras.optimizers.legacy.{class}(learning_rate={rate} * {size})")
+        format!("{tf}.keras.optimizers.legacy.{class}(learning_rate={rate})")
     };
     CannedOptimizer::Explicit {
         keyword: argument.keyword,

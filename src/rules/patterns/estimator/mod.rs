@@ -195,8 +195,7 @@ fn rewrite_estimator_construction(
             ),
             format!("{run_config} = {prefix}.estimator.RunConfig(session_config={config})"),
         ];
-        if !(rewrite.text.contains("visible_device_list") && rewrite.text.contains("local_rank()"))
-        {
+        if !(rewrite.mentions("visible_device_list") && rewrite.calls_method("local_rank")) {
             rewrite.insert_before_statement(&span(stmt), &lines);
             rewrite.add_keyword(call, "config", &run_config);
         }

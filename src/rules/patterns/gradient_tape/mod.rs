@@ -118,7 +118,7 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             _ => broadcast_after_step_elsewhere(rewrite, site.scope, &site.range),
         }
     }
-    let already_broadcast = rewrite.text.contains("broadcast_variables(");
+    let already_broadcast = rewrite.calls_method("broadcast_variables");
     let mut handled_scopes = Vec::new();
     for (index, scope) in module.scopes.iter().enumerate() {
         if handled_scopes.contains(&index) {
@@ -564,7 +564,7 @@ fn broadcast_after_step_elsewhere(
     ) else {
         return;
     };
-    if !rewrite.text.contains("broadcast_variables(") {
+    if !rewrite.calls_method("broadcast_variables") {
         broadcast_before_loop(rewrite, outermost, stmt, &targets, Some(&step_name));
     }
     divide_loop_steps(rewrite, innermost);

@@ -80,7 +80,7 @@ pub(super) fn rewrite_batch_steps(
             compiled,
         );
     }
-    if rewrite.text.contains("broadcast_variables(") {
+    if rewrite.calls_method("broadcast_variables") {
         // An earlier run (or the author) broadcast the variables and split the loop.
         return;
     }

@@ -18,9 +18,9 @@
 //! function that calls `fit`; the model is compiled in the same module.
 
 use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
-use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
 mod batch_steps;
 mod callbacks;
+mod fit_split;
 mod optimizer;
 mod refusal;
 mod warmup;
@@ -35,7 +35,6 @@ use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::training::calls_in_scope;
 use crate::analysis::training::find_call;
-use crate::rules::passes::sharding::shard_dataset;
 use crate::rules::rewrite::ModuleRewrite;
 
 use super::Pattern;
@@ -276,7 +275,7 @@ fn divide_steps_of_fits(rewrite: &mut ModuleRewrite, fits: &[&TrainingSite]) {
                 if library::is_keras_fit_method(attribute.attr.as_str()))
             && fit.keywords.iter().all(|keyword| keyword.arg.is_some())
         {
-            divide_steps(rewrite, scope, fit);
+            fit_split::divide_steps(rewrite, scope, fit);
         }
     }
 }
@@ -419,88 +418,5 @@ pub(super) fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCal
                 rewrite.add_keyword(call, "verbose", &format!("1 if {test} else 0"));
             }
         }
-    }
-}
-
-fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
-    if rewrite.had_horovod {
-        // Code that already uses Horovod split its work as it chose.
-        return;
-    }
-    let mut divided = false;
-    for name in ["steps_per_epoch", "validation_steps"] {
-        if let Some(steps) = keyword(fit, name)
-            && !matches!(
-                &steps.value,
-                Expr::Constant(ast::ExprConstant {
-                    value: ast::Constant::None,
-                    ..
-                })
-            )
-        {
-            rewrite.divide_expression(&steps.value);
-            divided |= name == "steps_per_epoch";
-        }
-    }
-    if let Some(Expr::Call(take)) = fit.args.first()
-        && let Expr::Attribute(attribute) = take.func.as_ref()
-        && attribute.attr.as_str() == "take"
-        && let Some(count) = take.args.first()
-    {
-        rewrite.divide_expression(count);
-        divided = true;
-    }
-    let shards = rewrite.text.contains(".shard(");
-    if !divided
-        && !shards
-        && rewrite.options.shard_datasets
-        && let Some(data) = fit.args.first()
-        && shard_dataset(rewrite, scope, data)
-    {
-        return;
-    }
-    if !divided && !shards && divide_epochs_of_arrays(rewrite, fit) {
-        return;
-    }
-    if !divided && !shards {
-        rewrite.learning_rates.work_not_split = true;
-        let data = fit
-            .args
-            .first()
-            .map(|argument| rewrite.expression_text(argument).to_string())
-            .unwrap_or_else(|| "the data".into());
-        rewrite.diagnose(
-            Diagnostic::new(
-                DATASET_NOT_SHARDED,
-                span(fit),
-                format!("every worker trains on all of `{data}` each epoch and nothing the tool can shard or divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
-            )
-            .with_suggestion(format!(
-                "shard the dataset with `.shard({0}, {1})` before batching, or pass `steps_per_epoch=<steps> // {0}`",
-                rewrite.horovod_call("size"),
-                rewrite.horovod_call("rank")
-            )),
-        );
-    }
-}
-
-/// `fit(x, y, epochs=n)` on in-memory arrays: each worker runs `n // N`
-/// epochs over its data, as Horovod's own Keras examples do. Returns whether
-/// it divided them.
-fn divide_epochs_of_arrays(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall) -> bool {
-    let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
-    if !has_labels {
-        return false;
-    }
-    let epochs = keyword(fit, "epochs")
-        .map(|keyword| &keyword.value)
-        .or_else(|| fit.args.get(3));
-    match epochs {
-        Some(epochs) if !matches!(epochs, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(n), .. }) if *n == 1u32.into()) =>
-        {
-            rewrite.divide_expression(epochs);
-            true
-        }
-        _ => false,
     }
 }

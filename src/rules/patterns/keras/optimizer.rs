@@ -237,10 +237,13 @@ pub(super) fn build_optimizer(rewrite: &ModuleRewrite, class: &str) -> String {
     } else {
         ""
     };
-    format!(
-        "{keras}.optimizers.{legacy}{class}(learning_rate={default} * {})",
-        rewrite.horovod_call("size")
-    )
+    match rewrite.learning_rates.work_not_split {
+        true => format!("{keras}.optimizers.{legacy}{class}(learning_rate={default})"),
+        false => format!(
+            "{keras}.optimizers.{legacy}{class}(learning_rate={default} * {})",
+            rewrite.horovod_call("size")
+        ),
+    }
 }
 
 /// Whether the module turns graph mode on (`tf.compat.v1.disable_eager_execution()`,

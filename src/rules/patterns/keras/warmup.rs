@@ -26,12 +26,11 @@ pub(super) fn warmup_callback(
     why_not: &mut Option<String>,
 ) -> Option<String> {
     let epochs = rewrite.options.warmup_epochs;
-    let text = rewrite.text;
     if epochs == 0 {
         *why_not = Some("warm-up is turned off by `warmup_epochs: 0`".into());
         return None;
     }
-    if rewrite.had_horovod || text.contains("Warmup") || text.contains("warmup") {
+    if rewrite.had_horovod || rewrite.mentions_any(&|name| name.to_lowercase().contains("warmup")) {
         return None;
     }
     if let Some(count) = known_epochs(rewrite, fit)

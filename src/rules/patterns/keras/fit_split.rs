@@ -1,0 +1,216 @@
+//! The split of a `fit`'s work among the workers, once: its step counts
+//! divided, else its tf.data source sharded, else the epochs over in-memory
+//! arrays divided; or DST101 saying why none applies. Arrays a single batch
+//! covers (four XOR rows, the default batch of 32) are not split: every
+//! worker would compute the same gradient.
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::training::Scope;
+use crate::analysis::walk::{dotted_name, keyword};
+use crate::diagnostics::Diagnostic;
+use crate::python::parse::span;
+use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
+use crate::rules::passes::sharding::shard_dataset;
+use crate::rules::rewrite::ModuleRewrite;
+
+/// Keras' batch size when `fit` is given none.
+const DEFAULT_BATCH_SIZE: usize = 32;
+
+/// Splits the work of one `fit` (see the module comment).
+pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) {
+    if rewrite.had_horovod {
+        // Code that already uses Horovod split its work as it chose.
+        return;
+    }
+    let mut divided = false;
+    for name in ["steps_per_epoch", "validation_steps"] {
+        if let Some(steps) = keyword(fit, name)
+            && !matches!(
+                &steps.value,
+                Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::None,
+                    ..
+                })
+            )
+        {
+            rewrite.divide_expression(&steps.value);
+            divided |= name == "steps_per_epoch";
+        }
+    }
+    if let Some(Expr::Call(take)) = fit.args.first()
+        && let Expr::Attribute(attribute) = take.func.as_ref()
+        && attribute.attr.as_str() == "take"
+        && let Some(count) = take.args.first()
+    {
+        rewrite.divide_expression(count);
+        divided = true;
+    }
+    let shards = rewrite.calls_method("shard");
+    if !divided
+        && !shards
+        && rewrite.options.shard_datasets
+        && let Some(data) = fit.args.first()
+        && shard_dataset(rewrite, scope, data)
+    {
+        return;
+    }
+    if !divided
+        && !shards
+        && let Some(rows) = rows_one_batch_covers(rewrite, scope, fit)
+    {
+        report_full_batch(rewrite, fit, rows);
+        return;
+    }
+    if !divided && !shards && divide_epochs_of_arrays(rewrite, fit) {
+        return;
+    }
+    if !divided && !shards {
+        rewrite.learning_rates.work_not_split = true;
+        let data = fit
+            .args
+            .first()
+            .map(|argument| rewrite.expression_text(argument).to_string())
+            .unwrap_or_else(|| "the data".into());
+        rewrite.diagnose(
+            Diagnostic::new(
+                DATASET_NOT_SHARDED,
+                span(fit),
+                format!("every worker trains on all of `{data}` each epoch and nothing the tool can shard or divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
+            )
+            .with_suggestion(format!(
+                "shard the dataset with `.shard({0}, {1})` before batching, or pass `steps_per_epoch=<steps> // {0}`",
+                rewrite.horovod_call("size"),
+                rewrite.horovod_call("rank")
+            )),
+        );
+    }
+}
+
+/// `fit(x, y, epochs=n)` on in-memory arrays: each worker runs `n // N`
+/// epochs over its data, as Horovod's own Keras examples do. Returns whether
+/// it divided them.
+fn divide_epochs_of_arrays(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall) -> bool {
+    let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
+    if !has_labels {
+        return false;
+    }
+    let epochs = keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.get(3));
+    match epochs {
+        Some(epochs) if !matches!(epochs, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(n), .. }) if *n == 1u32.into()) =>
+        {
+            rewrite.divide_expression(epochs);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The number of rows of a fit on arrays whose rows one batch holds
+/// (`batch_size` given as a number, or Keras' default), when the rows are
+/// written out in the code.
+fn rows_one_batch_covers(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+) -> Option<usize> {
+    let data = keyword(fit, "x")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.first())?;
+    let rows = literal_rows(rewrite, scope, data, 0)?;
+    let batch = match keyword(fit, "batch_size").map(|keyword| &keyword.value) {
+        None => DEFAULT_BATCH_SIZE,
+        Some(value) => literal_int(rewrite, scope, value)?,
+    };
+    (rows <= batch).then_some(rows)
+}
+
+/// The length of a list written out in the code (`[[0, 0], [0, 1]]`,
+/// `np.array([...])`), through names assigned once.
+fn literal_rows(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    value: &Expr,
+    depth: usize,
+) -> Option<usize> {
+    match value {
+        Expr::List(list) => Some(list.elts.len()),
+        Expr::Tuple(tuple) => Some(tuple.elts.len()),
+        Expr::Call(call)
+            if dotted_name(&call.func).is_some_and(|name| {
+                name.ends_with(".array") || name.ends_with(".asarray") || name == "array"
+            }) =>
+        {
+            literal_rows(rewrite, scope, call.args.first()?, depth + 1)
+        }
+        Expr::Name(name) if depth < 4 => {
+            let assigned = single_assignment(rewrite, scope, name.id.as_str())?;
+            literal_rows(rewrite, scope, assigned, depth + 1)
+        }
+        _ => None,
+    }
+}
+
+/// An integer written in the code, or a name assigned one once.
+fn literal_int(rewrite: &ModuleRewrite, scope: &Scope, value: &Expr) -> Option<usize> {
+    match value {
+        Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Int(number),
+            ..
+        }) => usize::try_from(number).ok(),
+        Expr::Name(name) => match single_assignment(rewrite, scope, name.id.as_str())? {
+            Expr::Constant(ast::ExprConstant {
+                value: ast::Constant::Int(number),
+                ..
+            }) => usize::try_from(number).ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The value of the only assignment to `name` in the scope, or at the top
+/// level when the scope has none.
+fn single_assignment<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope: &Scope<'a>,
+    name: &str,
+) -> Option<&'a Expr> {
+    for candidate in [scope, &rewrite.module.scopes[0]] {
+        let values: Vec<&Expr> = candidate
+            .facts
+            .statements
+            .iter()
+            .filter_map(|statement| match statement {
+                Stmt::Assign(assign)
+                    if assign.targets.iter().any(
+                        |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
+                    ) =>
+                {
+                    Some(assign.value.as_ref())
+                }
+                _ => None,
+            })
+            .collect();
+        match values.as_slice() {
+            [] => continue,
+            [value] => return Some(value),
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn report_full_batch(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall, rows: usize) {
+    rewrite.learning_rates.work_not_split = true;
+    rewrite.diagnose(
+        Diagnostic::new(
+            DATASET_NOT_SHARDED,
+            span(fit),
+            format!("each step of this fit trains on all {rows} rows of its data (one batch holds them), so every worker would compute the same gradient: its epochs were not divided and the learning rate was left as written"),
+        )
+        .with_suggestion("train on more rows than one batch holds to gain from more workers"),
+    );
+}
