@@ -7,9 +7,12 @@
 //! `first_batch`, a fingerprint of the first batch it trained on (the workers' must
 //! differ: each trains on its own data), and `loops`, the iteration count of each loop
 //! that is not training (prediction, plotting: each worker's must equal the single
-//! process's, since only the training loop is split). Its
+//! process's, since only the training loop is split; a training loop that cannot be
+//! split, one full batch per step, is listed there too), and `rate`, the learning rate
+//! the first step applied. Its
 //! `e2e.json` (harness metadata) holds `{"steps": N}` when the script has a step count
-//! the rewrite must divide, else `{"steps": null}`.
+//! the rewrite must divide, else `{"steps": null}`, and optionally `"rate": "scaled"`
+//! (each worker's rate is twice the single process's) or `"rate": "as_written"` (equal).
 //!
 //! Per case: the package runs once as written, single-process (it must work and, when N
 //! is set, run N steps); a fresh copy is rewritten with `distribute fix`; the copy runs
@@ -62,6 +65,8 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    tf1_full_batch_chained_minimize,
+    keras_full_batch_arrays,
     keras_string_optimizer,
     keras_model_from_module,
     keras_callbacks,
@@ -314,6 +319,7 @@ struct RunResult {
     steps: u64,
     first_batch: Option<f64>,
     loops: Option<serde_json::Map<String, serde_json::Value>>,
+    rate: Option<f64>,
 }
 
 fn read_result(path: &Path) -> Result<RunResult, String> {
@@ -338,6 +344,7 @@ fn read_result(path: &Path) -> Result<RunResult, String> {
         steps,
         first_batch: value["first_batch"].as_f64(),
         loops: value["loops"].as_object().cloned(),
+        rate: value["rate"].as_f64(),
     })
 }
 
@@ -366,6 +373,19 @@ fn python_command(program: &Path, venv: &Path, directory: &Path, results: &Path)
         }
     }
     command
+}
+
+/// How each worker's learning rate must relate to the single process's:
+/// `Some(2.0)` scaled, `Some(1.0)` as written, `None` not checked.
+fn expected_rate(case_directory: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(case_directory.join("e2e.json")).unwrap();
+    let metadata: serde_json::Value = serde_json::from_str(&text).unwrap();
+    match metadata["rate"].as_str() {
+        None => None,
+        Some("scaled") => Some(2.0),
+        Some("as_written") => Some(1.0),
+        Some(other) => panic!("e2e.json: rate is \"scaled\" or \"as_written\", not {other:?}"),
+    }
 }
 
 fn expected_steps(case_directory: &Path) -> Option<u64> {
@@ -495,6 +515,7 @@ fn run_case(case: &str) {
     workers.print_summary(&single_run, &single_result, steps);
     workers.check(steps);
     workers.check_data_and_other_loops(&single_result);
+    workers.check_rate(&single_result, expected_rate(&case_directory));
 }
 
 /// A case's scratch space. Two copies of the package: the single run leaves
@@ -730,6 +751,31 @@ impl TwoWorkerRun<'_> {
 }
 
 impl TwoWorkerRun<'_> {
+    /// Each worker's first step applied the single process's learning rate
+    /// times `factor` (two workers: 2 when scaled, 1 when left as written).
+    fn check_rate(&self, single: &RunResult, factor: Option<f64>) {
+        let Some(factor) = factor else {
+            return;
+        };
+        let single_rate = single.rate.unwrap_or_else(|| {
+            panic!(
+                "{}",
+                self.context("e2e.json checks the rate, but the single run reported none".into())
+            )
+        });
+        for (rank, result) in self.results.iter().enumerate() {
+            let rate = result.as_ref().ok().and_then(|result| result.rate);
+            assert!(
+                rate.is_some_and(|rate| (rate - single_rate * factor).abs() <= 1e-6 * single_rate.abs().max(1.0)),
+                "{}",
+                self.context(format!(
+                    "rank {rank} trained at rate {rate:?}; {} times the single process's {single_rate} expected",
+                    factor
+                ))
+            );
+        }
+    }
+
     /// Each worker trained on its own data (the first batches differ), and
     /// the loops that are not training kept the single process's counts.
     fn check_data_and_other_loops(&self, single: &RunResult) {
