@@ -88,6 +88,10 @@ pub(crate) fn wrap_compiled_optimizer(
     compile: &ast::ExprCall,
 ) {
     let hvd = rewrite.hvd.clone();
+    if let Some(parameters) = own_compile_parameters(rewrite, scope, compile) {
+        wrap_optimizers_given(rewrite, scope, compile, &parameters);
+        return;
+    }
     let optimizer = keyword(compile, "optimizer")
         .map(|keyword| &keyword.value)
         .or_else(|| compile.args.first());
@@ -127,32 +131,125 @@ pub(crate) fn wrap_compiled_optimizer(
         // `optimizer=opt` or `optimizer=self.optimizer`: wrap where it is built,
         // so that the name the user keeps is the optimizer that trains.
         Expr::Name(_) | Expr::Attribute(_) if dotted_name(optimizer).is_some() => {
-            let name = dotted_name(optimizer).unwrap_or_default();
-            let name = name.as_str();
-            let assignments = optimizer_assignments(rewrite, scope, name);
-            let already_wrapped = assignments
-                .iter()
-                .any(|(_, value)| rewrite.calls_horovod_attribute(value, "DistributedOptimizer"));
-            if already_wrapped {
-                return;
-            }
-            let constructions: Vec<&Stmt> = assignments
+            wrap_named_optimizer(rewrite, scope, optimizer);
+        }
+        other => wrap_inline(rewrite, other),
+    }
+}
+
+/// `optimizer=opt` or `optimizer=self.optimizer`: wrapped where it is built
+/// (the line after its one construction), else where it is passed.
+fn wrap_named_optimizer(rewrite: &mut ModuleRewrite, scope: &Scope, optimizer: &Expr) {
+    let hvd = rewrite.hvd.clone();
+    let name = dotted_name(optimizer).unwrap_or_default();
+    let name = name.as_str();
+    let assignments = optimizer_assignments(rewrite, scope, name);
+    let already_wrapped = assignments
+        .iter()
+        .any(|(_, value)| rewrite.calls_horovod_attribute(value, "DistributedOptimizer"));
+    if already_wrapped {
+        return;
+    }
+    let constructions: Vec<&Stmt> = assignments
                 .iter()
                 .filter(|(_, value)| matches!(value, Expr::Call(call) if is_optimizer_construction(rewrite, scope, call)))
                 .map(|(stmt, _)| *stmt)
                 .collect();
-            if let ([construction], 1) = (constructions.as_slice(), assignments.len())
-                && rewrite.owns_its_lines(&span(*construction))
-            {
-                rewrite.insert_after_statement(
-                    &span(*construction),
-                    &[format!("{name} = {hvd}.DistributedOptimizer({name})")],
-                );
-            } else {
-                wrap_inline(rewrite, optimizer);
+    if let ([construction], 1) = (constructions.as_slice(), assignments.len())
+        && rewrite.owns_its_lines(&span(*construction))
+    {
+        rewrite.insert_after_statement(
+            &span(*construction),
+            &[format!("{name} = {hvd}.DistributedOptimizer({name})")],
+        );
+    } else {
+        wrap_inline(rewrite, optimizer);
+    }
+}
+
+/// The parameters of a `compile` the model's own package class defines
+/// without Keras' `optimizer` (`compile(self, d_optimizer, g_optimizer,
+/// loss_fn)`): adding `optimizer=` there is a TypeError.
+fn own_compile_parameters(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    compile: &ast::ExprCall,
+) -> Option<Vec<String>> {
+    let Expr::Attribute(attribute) = compile.func.as_ref() else {
+        return None;
+    };
+    let receiver = dotted_name(&attribute.value)?;
+    let (_, value) = optimizer_assignments(rewrite, scope, &receiver)
+        .into_iter()
+        .next()?;
+    let Expr::Call(construction) = value else {
+        return None;
+    };
+    let package = rewrite.analysis.package;
+    let class = crate::analysis::training::callee_name(
+        package,
+        rewrite.module.module,
+        scope,
+        &construction.func,
+    )?;
+    let crate::analysis::package::Symbol::Class(_, class) = package.resolve_symbol(&class) else {
+        return None;
+    };
+    let compile = class.body.iter().find_map(|statement| match statement {
+        Stmt::FunctionDef(function) if function.name.as_str() == "compile" => Some(function),
+        _ => None,
+    })?;
+    let arguments = &compile.args;
+    let names: Vec<String> = arguments
+        .posonlyargs
+        .iter()
+        .chain(&arguments.args)
+        .chain(&arguments.kwonlyargs)
+        .map(|argument| argument.def.arg.to_string())
+        .collect();
+    let takes_keras_optimizer =
+        names.iter().any(|name| name == "optimizer") || arguments.kwarg.is_some();
+    (!takes_keras_optimizer).then(|| names.into_iter().skip(1).collect())
+}
+
+/// Wraps each optimizer a model's own `compile` is given (built in the
+/// call, or a name built once), whichever parameter takes it.
+fn wrap_optimizers_given(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    compile: &ast::ExprCall,
+    parameters: &[String],
+) {
+    let given = compile
+        .args
+        .iter()
+        .zip(parameters)
+        .map(|(value, _)| value)
+        .chain(
+            compile
+                .keywords
+                .iter()
+                .filter(|keyword| keyword.arg.is_some())
+                .map(|keyword| &keyword.value),
+        );
+    for value in given {
+        match value {
+            Expr::Call(call)
+                if rewrite.calls_horovod_attribute(&call.func, "DistributedOptimizer") => {}
+            Expr::Call(call) if is_optimizer_construction(rewrite, scope, call) => {
+                wrap_inline(rewrite, value);
             }
+            Expr::Name(_) | Expr::Attribute(_) => {
+                let name = dotted_name(value).unwrap_or_default();
+                let built_as_optimizer = optimizer_assignments(rewrite, scope, &name)
+                    .iter()
+                    .any(|(_, assigned)| matches!(assigned, Expr::Call(call) if is_optimizer_construction(rewrite, scope, call)));
+                if built_as_optimizer {
+                    wrap_named_optimizer(rewrite, scope, value);
+                }
+            }
+            _ => {}
         }
-        other => wrap_inline(rewrite, other),
     }
 }
 
