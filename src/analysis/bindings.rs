@@ -341,7 +341,7 @@ fn dynamic_import_target(value: &Expr, bindings: &Bindings) -> Option<String> {
 
 /// Collects the bindings of a statement list: imports anywhere in it (not in
 /// nested functions or classes), dynamic imports of tensorflow, and aliases of
-/// tensorflow members assigned at this level.
+/// library members assigned at this level.
 pub fn collect_bindings(body: &[Stmt], context: &ModuleContext, inherited: &Bindings) -> Bindings {
     let mut bindings = Bindings::nested_in(inherited);
     for_each_statement(body, false, &mut |stmt| {
@@ -360,7 +360,7 @@ pub fn collect_bindings(body: &[Stmt], context: &ModuleContext, inherited: &Bind
                 );
             } else if matches!(*assign.value, Expr::Attribute(_))
                 && let Some(raw) = bindings.resolve_raw(&assign.value)
-                && is_tensorflow(&canonical_name(&raw))
+                && is_library_member(&raw, context)
             {
                 bindings.insert(
                     target.id.as_str(),
@@ -374,6 +374,13 @@ pub fn collect_bindings(body: &[Stmt], context: &ModuleContext, inherited: &Bind
         }
     });
     bindings
+}
+
+/// A member of a library, not of the package (`tf.keras.layers.Dense`,
+/// `tfa.optimizers.SWA`, `plt.savefig`): an alias of it is resolved to it.
+fn is_library_member(qualified: &str, context: &ModuleContext) -> bool {
+    let root = qualified.split('.').next().unwrap_or_default();
+    is_tensorflow(&canonical_name(qualified)) || !context.package_modules.contains(root)
 }
 
 /// Names assigned anywhere in a statement list (not in nested scopes): used to

@@ -69,6 +69,7 @@ struct EntryText {
     restores_checkpoint: Option<bool>,
     summary_op: Option<bool>,
     writes_summary: Option<bool>,
+    hides_inner_optimizer: Option<bool>,
     callback_writes: Option<PathText>,
     /// Touches no storage and races with nobody: known, so its name says nothing.
     #[serde(default)]
@@ -262,7 +263,7 @@ fn add_entries(
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
         if effects.is_empty() && text.returns.is_none() && !text.harmless {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, callback-writes, returns, or harmless: true)")));
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, hides-inner-optimizer, callback-writes, returns, or harmless: true)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -378,6 +379,7 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         (text.restores_checkpoint, Effect::RestoresCheckpoint),
         (text.summary_op, Effect::SummaryOp),
         (text.writes_summary, Effect::WritesSummary),
+        (text.hides_inner_optimizer, Effect::HidesInnerOptimizer),
     ];
     effects.extend(
         flags

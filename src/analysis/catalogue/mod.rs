@@ -172,6 +172,12 @@ pub enum Effect {
     /// Builds a summary op of a TF1 graph (computed by every rank).
     SummaryOp,
     WritesSummary,
+    /// An optimizer wrapper that updates the variables through its inner
+    /// optimizer's update ops, never its `apply_gradients` (tfa's SWA,
+    /// MovingAverage, Lookahead): Horovod's DistributedOptimizer can wrap
+    /// neither it (rebuilding it from its config is a TypeError) nor, to any
+    /// effect, the inner one.
+    HidesInnerOptimizer,
     /// A callback that writes files while `fit` runs (making it writes
     /// nothing), at the path in `path`.
     CallbackWrites {
@@ -210,6 +216,7 @@ impl Effect {
             Effect::RestoresCheckpoint => "restores a checkpoint",
             Effect::SummaryOp => "builds a summary op",
             Effect::WritesSummary => "writes a summary",
+            Effect::HidesInnerOptimizer => "hides its inner optimizer",
             Effect::CallbackWrites { .. } => "writes while fit runs",
         }
     }

@@ -5,7 +5,10 @@
 //! (Horovod serves Keras 2 only); `horovod.tensorflow` has no `callbacks`; a
 //! model class's own `compile(self, d_optimizer, g_optimizer, ...)` takes no
 //! `optimizer=`; the Keras `DistributedOptimizer` cannot wrap a TF1
-//! `tf.train` optimizer (it rebuilds the optimizer from its Keras config).
+//! `tf.train` optimizer (it rebuilds the optimizer from its Keras config);
+//! no `DistributedOptimizer` can wrap an optimizer wrapper the catalogue
+//! says hides its inner optimizer (`hides-inner-optimizer`: tfa's SWA,
+//! whose config rebuild is a TypeError).
 //!
 //! **Violated** when the program reaches one of these. **Proven** otherwise:
 //! the checks cover the API mismatches the rewrite can introduce.
@@ -58,6 +61,12 @@ impl Invariant for ApiExists {
             {
                 decisions.push(decision);
             }
+            if raw.starts_with("horovod.")
+                && raw.ends_with(".DistributedOptimizer")
+                && let Some(wrapped) = hidden_inner_optimizer(program, call)
+            {
+                decisions.push(violation(call.range(), format!("line {line} wraps `{wrapped}` in `DistributedOptimizer`: that wrapper updates through its inner optimizer's ops and cannot be rebuilt around it (TypeError), and Horovod could not average through the inner one either")).with_suggestion("train with the inner optimizer alone (which the tool wraps), or average the gradients with `hvd.DistributedGradientTape` in a loop of your own before the wrapper applies them"));
+            }
             if (raw.starts_with("horovod.tensorflow.keras.") || raw.starts_with("horovod.keras."))
                 && raw.ends_with(".DistributedOptimizer")
                 && let Some(Expr::Call(inner)) = call.site.call.args.first()
@@ -74,6 +83,25 @@ impl Invariant for ApiExists {
         }
         decisions
     }
+}
+
+/// The text of the optimizer a `DistributedOptimizer` call wraps, when the
+/// catalogue says it hides its inner optimizer.
+fn hidden_inner_optimizer(
+    program: &Program,
+    call: &crate::checker::program::ScopedCall,
+) -> Option<String> {
+    let Some(Expr::Call(inner)) = call.site.call.args.first() else {
+        return None;
+    };
+    let inner_call = program
+        .calls()
+        .iter()
+        .find(|candidate| candidate.range() == span(inner))?;
+    let hides = crate::analysis::catalogue::Effect::HidesInnerOptimizer;
+    program.has_effect(inner_call, &hides).then(|| {
+        crate::analysis::walk::dotted_name(&inner.func).unwrap_or_else(|| "the optimizer".into())
+    })
 }
 
 fn violation(range: std::ops::Range<usize>, message: String) -> Decision {
