@@ -154,6 +154,8 @@ fn catalogued_download(
         rewrite
             .catalogued_effects(scope, call)
             .iter()
+            // `ResNet50V2(weights=None)` downloads nothing.
+            .filter(|effect| effect_summaries::happens_on_storage(effect, call))
             .find_map(|effect| match effect {
                 Effect::Downloads { cached, .. } => Some(if *cached {
                     Download::SkipsWhatIsThere
