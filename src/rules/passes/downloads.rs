@@ -150,20 +150,19 @@ fn catalogued_download(
     statement: &Stmt,
     call: &rustpython_parser::ast::ExprCall,
 ) -> Option<Download> {
-    let download =
-        rewrite
-            .catalogued_effects(scope, call)
-            .iter()
-            // `ResNet50V2(weights=None)` downloads nothing.
-            .filter(|effect| effect_summaries::happens_on_storage(effect, call))
-            .find_map(|effect| match effect {
-                Effect::Downloads { cached, .. } => Some(if *cached {
-                    Download::SkipsWhatIsThere
-                } else {
-                    Download::Again
-                }),
-                _ => None,
-            })?;
+    let download = rewrite
+        .catalogued_effects(scope, call)
+        .iter()
+        // `ResNet50V2(weights=None)` downloads nothing.
+        .filter(|effect| effect_summaries::happens_on_storage(effect, call))
+        .find_map(|effect| match effect {
+            Effect::Downloads { cached, .. } => Some(if *cached {
+                Download::SkipsWhatIsThere
+            } else {
+                Download::Again
+            }),
+            _ => None,
+        })?;
     let under_file_test = effect_summaries::under_file_test(scope.body, &span(statement));
     (!under_file_test).then_some(download)
 }

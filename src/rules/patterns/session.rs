@@ -174,6 +174,32 @@ fn insert_broadcast(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt, ses
     rewrite.insert_after_statement(&span(stmt), &[line]);
 }
 
+/// A statement that runs an initializer op by itself
+/// (`tf.global_variables_initializer().run()`, `init.run()`), with the call.
+fn initializer_run_by_itself<'a>(
+    rewrite: &ModuleRewrite,
+    scope: &Scope<'a>,
+    initializer_names: &HashSet<String>,
+) -> Option<(&'a Stmt, &'a ast::ExprCall)> {
+    scope.facts.statements.iter().copied().find_map(|stmt| {
+        let Stmt::Expr(expression) = stmt else {
+            return None;
+        };
+        let Expr::Call(run) = expression.value.as_ref() else {
+            return None;
+        };
+        match run.func.as_ref() {
+            Expr::Attribute(attribute)
+                if attribute.attr.as_str() == "run"
+                    && is_initializer(rewrite, scope, &attribute.value, initializer_names) =>
+            {
+                Some((stmt, run))
+            }
+            _ => None,
+        }
+    })
+}
+
 /// `x.run(...)` calls of a scope with their statements.
 fn run_calls<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall, String)> {
     calls_in_scope(scope)
@@ -211,6 +237,18 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
                 continue;
             }
             insert_broadcast(rewrite, scope, stmt, &receiver);
+            return;
+        }
+        if let Some((stmt, run)) = initializer_run_by_itself(rewrite, scope, &initializer_names) {
+            // `tf.global_variables_initializer().run()` runs in the default
+            // session; the broadcast op runs the same way, right after it.
+            let arguments = rewrite.source(span(run).start..span(run).end);
+            let arguments = &arguments[arguments.rfind(".run(").map_or(0, |at| at + 4)..];
+            let line = format!(
+                "{}.broadcast_global_variables(0).run{arguments}",
+                rewrite.hvd
+            );
+            rewrite.insert_after_statement(&span(stmt), &[line]);
             return;
         }
     }
