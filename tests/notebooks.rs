@@ -326,3 +326,42 @@ fn bad_notebooks_are_errors_naming_the_cell_and_nothing_is_written() {
     // The other files are still rewritten.
     assert!(read(&scratch.path().join("train.py")).contains("hvd.init()"));
 }
+
+/// Prints in consecutive cells each get their own rank-0 guard: a guard
+/// spanning cells would leave the second cell indented on its own, which
+/// does not parse (the tool refused the whole notebook that way).
+#[test]
+fn rank_zero_guards_of_consecutive_cells_stay_in_their_cells() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "import numpy as np\nimport tensorflow as tf",
+        "x = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
+        "print('data ready')",
+        "print('shape', x.shape)",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
+    ];
+    let notebook = serde_json::json!({
+        "cells": cells.iter().map(|source| serde_json::json!({
+            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
+        })).collect::<Vec<_>>(),
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    });
+    let path = scratch.path().join("train.ipynb");
+    std::fs::write(&path, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    let run = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(run.code, 1, "fix rewrote the notebook: {}", run.stdout);
+    assert_valid_notebook(&path);
+    let written: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    // A source written as one string keeps that layout.
+    let source = |index: usize| {
+        written["cells"][index]["source"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(source(2), "if hvd.rank() == 0:\n    print('data ready')");
+    assert_eq!(
+        source(3),
+        "if hvd.rank() == 0:\n    print('shape', x.shape)"
+    );
+}

@@ -208,6 +208,11 @@ impl Notebook {
         &self.raw
     }
 
+    /// The number of the code cell holding an offset of the Python text.
+    pub fn cell_number_at(&self, offset: usize) -> Option<usize> {
+        self.cell_at(offset).map(|cell| cell.number)
+    }
+
     /// The code cell holding an offset of the Python text.
     fn cell_at(&self, offset: usize) -> Option<&CodeCell> {
         let index = self

@@ -197,8 +197,17 @@ impl<'a> ModuleRewrite<'a> {
     /// Puts consecutive statements of one block under a single `if hvd.rank() == 0:`.
     pub fn guard_statements(&mut self, statements: &[&Stmt]) {
         let test = self.rank_zero_test();
-        let edits = edit_builders::guard_statements(self.text, &self.stylist, statements, &test);
-        self.sink.extend(edits);
+        // A guard never spans notebook cells: each cell must parse alone.
+        let notebook = self.module.module.source.notebook.clone();
+        let cell = |statement: &&Stmt| {
+            notebook
+                .as_ref()
+                .and_then(|notebook| notebook.cell_number_at(span(*statement).start))
+        };
+        for run in statements.chunk_by(|first, second| cell(first) == cell(second)) {
+            let edits = edit_builders::guard_statements(self.text, &self.stylist, run, &test);
+            self.sink.extend(edits);
+        }
     }
 
     /// Adds `name=value` to a call, after its last argument, following the call's layout.
