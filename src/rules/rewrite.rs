@@ -99,6 +99,8 @@ pub struct ModuleRewrite<'a> {
     /// rewriting, to be impossible to make whole. The module then gets no
     /// edits at all.
     pub refusals: Vec<Diagnostic>,
+    /// The helper that gives a batch cursor this worker's share, once made.
+    pub cursor_share_helper: Option<String>,
 }
 
 impl<'a> std::ops::Deref for ModuleRewrite<'a> {
@@ -157,6 +159,7 @@ impl<'a> ModuleRewrite<'a> {
             learning_rates: LearningRateState::default(),
             horovod_initialised_at: None,
             refusals: Vec::new(),
+            cursor_share_helper: None,
         }
     }
 

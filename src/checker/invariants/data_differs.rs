@@ -79,6 +79,14 @@ impl Invariant for DataDiffers {
                 "the data is sharded by rank",
             )];
         }
+        if let Some(share) = facts.shares.first() {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Proven,
+                share.clone(),
+                "each worker walks its own share of the batch cursor's positions, from its rank",
+            )];
+        }
         let Some(divided) = facts.divisions.first() else {
             return Vec::new();
         };

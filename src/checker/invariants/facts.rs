@@ -18,6 +18,9 @@ pub struct SplitFacts {
     pub divisions: Vec<Range<usize>>,
     /// `x * hvd.size()` (a scaled rate).
     pub scalings: Vec<Range<usize>>,
+    /// `items[hvd.rank()::hvd.size()]`: a worker's own share of a sequence
+    /// (of a batch cursor's positions).
+    pub shares: Vec<Range<usize>>,
     /// Divisions of a count the checker knows to be at most 1
     /// (`epochs // hvd.size()` with `epochs = 1`): they divide nothing.
     pub empty_divisions: Vec<Range<usize>>,
@@ -34,6 +37,9 @@ impl SplitFacts {
                             program.calls_horovod_function(scope, side, "size")
                                 && !matches!(side, Expr::BinOp(_))
                         };
+                        // `n // hvd.size() * hvd.size()`: n rounded down to a
+                        // multiple of the workers, not a rate.
+                        let rounds_to_workers = |side: &Expr| matches!(side, Expr::BinOp(inner) if inner.op == Operator::FloorDiv && by_workers(&inner.right));
                         match operation.op {
                             Operator::FloorDiv | Operator::Div if by_workers(&operation.right) => {
                                 if known_count(program, scope, &operation.left)
@@ -45,7 +51,10 @@ impl SplitFacts {
                                 }
                             }
                             Operator::Mult
-                                if by_workers(&operation.right) || by_workers(&operation.left) =>
+                                if (by_workers(&operation.right)
+                                    || by_workers(&operation.left))
+                                    && !rounds_to_workers(&operation.left)
+                                    && !rounds_to_workers(&operation.right) =>
                             {
                                 facts.scalings.push(span(expr))
                             }
@@ -55,11 +64,21 @@ impl SplitFacts {
                     Expr::Call(call) if is_shard_by_workers(program, scope, call) => {
                         facts.shards.push(span(expr))
                     }
+                    Expr::Subscript(subscript)
+                        if is_share_by_rank(program, scope, &subscript.slice) =>
+                    {
+                        facts.shares.push(span(expr))
+                    }
                     _ => {}
                 });
             }
         }
-        for list in [&mut facts.shards, &mut facts.divisions, &mut facts.scalings] {
+        for list in [
+            &mut facts.shards,
+            &mut facts.divisions,
+            &mut facts.scalings,
+            &mut facts.shares,
+        ] {
             list.sort_by_key(|range| range.start);
             list.dedup();
         }
@@ -67,8 +86,27 @@ impl SplitFacts {
     }
 
     pub fn splits(&self) -> bool {
-        !self.shards.is_empty() || !self.divisions.is_empty()
+        !self.shards.is_empty() || !self.divisions.is_empty() || !self.shares.is_empty()
     }
+}
+
+/// `[hvd.rank():...:hvd.size()]`: every N-th item from the worker's rank.
+fn is_share_by_rank(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    slice: &Expr,
+) -> bool {
+    let Expr::Slice(slice) = slice else {
+        return false;
+    };
+    let (Some(lower), Some(step)) = (&slice.lower, &slice.step) else {
+        return false;
+    };
+    let mut from_rank = false;
+    crate::analysis::walk::walk_expression(lower, &mut |inner| {
+        from_rank |= program.calls_horovod_function(scope, inner, "rank");
+    });
+    from_rank && program.calls_horovod_function(scope, step, "size")
 }
 
 /// The value of an integer literal, or of a name every assignment of its

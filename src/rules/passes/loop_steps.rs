@@ -82,6 +82,10 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         }
         _ => return WorkSplit::NotSplit,
     };
+    if super::cursor_share::is_batch_cursor(for_loop) {
+        super::cursor_share::share_by_rank(rewrite, loop_statement, for_loop);
+        return WorkSplit::Divided;
+    }
     let iterable = unwrap_enumerate(&for_loop.iter);
     if let Some(bound) = range_bound(iterable) {
         if is_full_batch(rewrite, for_loop) {
@@ -120,6 +124,9 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
     let Stmt::For(for_loop) = loop_statement else {
         return false;
     };
+    if super::cursor_share::is_batch_cursor(for_loop) {
+        return false;
+    }
     let iterable = unwrap_enumerate(&for_loop.iter);
     if range_bound(iterable).is_some() {
         return is_full_batch(rewrite, for_loop);

@@ -1,0 +1,118 @@
+//! A batch cursor over in-memory arrays, split by rank: the loop
+//! `for start in range(0, len(x), batch)` (or a `zip` of such ranges giving
+//! a batch's start and end) that slices the data with its variables walks
+//! this worker's share of the positions instead, `rank_share(range(...))`:
+//! every N-th from its rank, cut to the same count on every worker (equal
+//! counts keep the workers' gradient allreduces paired). Cutting the range
+//! short instead would give every worker the same first batches.
+
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::walk::{target_names, walk_expression, walk_statement_expressions};
+use crate::python::edit::Edit;
+use crate::python::parse::span;
+use crate::rules::rewrite::ModuleRewrite;
+
+/// Whether a loop is a batch cursor: it walks stepped ranges (one, or a
+/// `zip` of them with one step) and slices data with its variables.
+pub fn is_batch_cursor(for_loop: &ast::StmtFor) -> bool {
+    let ranges: Option<Vec<&ast::ExprCall>> = match for_loop.iter.as_ref() {
+        Expr::Call(call) if is_builtin(call, "zip") => {
+            call.args.iter().map(stepped_range).collect()
+        }
+        other => stepped_range(other).map(|range| vec![range]),
+    };
+    let Some(ranges) = ranges.filter(|ranges| !ranges.is_empty()) else {
+        return false;
+    };
+    let step = |range: &ast::ExprCall| shape(&range.args[2]);
+    let same_step = ranges.windows(2).all(|pair| step(pair[0]) == step(pair[1]));
+    same_step && slices_by(&for_loop.body, &target_names(&for_loop.target))
+}
+
+/// Makes the loop walk this worker's share of its positions.
+pub fn share_by_rank(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, for_loop: &ast::StmtFor) {
+    let helper = match rewrite.cursor_share_helper.clone() {
+        Some(helper) => helper,
+        None => define_helper(rewrite, loop_statement),
+    };
+    let iterable = span(for_loop.iter.as_ref());
+    rewrite.edit(Edit::insertion(iterable.start, format!("{helper}(")));
+    rewrite.edit(Edit::insertion(iterable.end, ")"));
+}
+
+/// The helper, defined once, before the top-level statement that holds the
+/// first cursor (after `hvd.init()`, which comes before any training).
+fn define_helper(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> String {
+    let helper = rewrite.fresh(&["rank_share", "horovod_rank_share"]);
+    let hvd = rewrite.hvd.clone();
+    let unit = rewrite.stylist.indent_unit.clone();
+    let lines = [
+        format!("def {helper}(positions):"),
+        format!("{unit}\"\"\"This worker's share of a cursor's positions: every N-th from its"),
+        format!("{unit}rank, the same count on every worker (their allreduces pair up).\"\"\""),
+        format!("{unit}positions = list(positions)"),
+        format!("{unit}usable = len(positions) // {hvd}.size() * {hvd}.size()"),
+        format!("{unit}return positions[{hvd}.rank():usable:{hvd}.size()]"),
+        String::new(),
+        String::new(),
+    ];
+    let top_level = rewrite
+        .module
+        .module
+        .body
+        .iter()
+        .find(|statement| span(*statement).contains(&span(loop_statement).start))
+        .map(span)
+        .unwrap_or_else(|| span(loop_statement));
+    rewrite.insert_before_statement(&top_level, &lines);
+    rewrite.cursor_share_helper = Some(helper.clone());
+    helper
+}
+
+/// `range(a, b, s)`.
+fn stepped_range(expr: &Expr) -> Option<&ast::ExprCall> {
+    match expr {
+        Expr::Call(call)
+            if (is_builtin(call, "range") || is_builtin(call, "xrange"))
+                && call.args.len() == 3
+                && call.keywords.is_empty() =>
+        {
+            Some(call)
+        }
+        _ => None,
+    }
+}
+
+fn is_builtin(call: &ast::ExprCall, name: &str) -> bool {
+    matches!(call.func.as_ref(), Expr::Name(function) if function.id.as_str() == name)
+}
+
+/// Whether the body takes a slice or an index of something by one of the
+/// loop's variables (`x[start:end]`, `x[start:start + batch]`).
+fn slices_by(body: &[Stmt], variables: &[&str]) -> bool {
+    let mut found = false;
+    crate::analysis::walk::for_each_statement(body, false, &mut |statement| {
+        walk_statement_expressions(statement, &mut |expression| {
+            if let Expr::Subscript(subscript) = expression {
+                walk_expression(&subscript.slice, &mut |index| {
+                    found |=
+                        matches!(index, Expr::Name(name) if variables.contains(&name.id.as_str()));
+                });
+            }
+        });
+    });
+    found
+}
+
+/// An expression's shape without its source positions, to compare two.
+fn shape(expr: &Expr) -> String {
+    let mut parts = Vec::new();
+    walk_expression(expr, &mut |inner| match inner {
+        Expr::Name(name) => parts.push(name.id.to_string()),
+        Expr::Constant(constant) => parts.push(format!("{:?}", constant.value)),
+        Expr::Attribute(attribute) => parts.push(attribute.attr.to_string()),
+        _ => parts.push(String::from("·")),
+    });
+    parts.join(" ")
+}
