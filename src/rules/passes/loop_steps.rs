@@ -77,6 +77,16 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
     let for_loop = match loop_statement {
         Stmt::For(for_loop) => for_loop,
         Stmt::While(while_loop) => {
+            if let Some(dataset) = super::end_of_data::dataset_of(rewrite, loop_statement) {
+                if rewrite.calls_method("shard") {
+                    return WorkSplit::AlreadySplit;
+                }
+                let scope =
+                    &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
+                if rewrite.options.shard_datasets && shard_dataset(rewrite, scope, dataset) {
+                    return WorkSplit::Sharded;
+                }
+            }
             report_unbounded_while(rewrite, while_loop);
             return WorkSplit::NotSplit;
         }
