@@ -143,6 +143,7 @@ fn is_initializer(
 /// made by assignment with `graph=` does not make its graph the default (a
 /// `with` session does), so the broadcast is built inside that graph.
 fn insert_broadcast(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt, session: &str) {
+    let stmt = after_restores(rewrite, scope, stmt);
     let broadcast = format!(
         "{session}.run({}.broadcast_global_variables(0))",
         rewrite.hvd
@@ -200,6 +201,59 @@ fn initializer_run_by_itself<'a>(
     })
 }
 
+/// The initializer's statement, or the last statement after it in the same
+/// block that restores a checkpoint (`if ckpt: saver.restore(sess, path)`):
+/// the broadcast must follow every way the variables get their values, or
+/// workers that restore differently train different models.
+fn after_restores<'a>(
+    rewrite: &ModuleRewrite,
+    scope: &Scope<'a>,
+    initializer: &'a Stmt,
+) -> &'a Stmt {
+    let at = span(initializer);
+    // The path ends with the initializer itself; its parent holds its block.
+    let parent = crate::analysis::walk::path_to(scope.body, &at)
+        .and_then(|path| path.len().checked_sub(2).map(|index| path[index]));
+    let block: &[Stmt] = match parent {
+        Some(parent) => crate::analysis::walk::nested_bodies(parent)
+            .into_iter()
+            .find(|body| body.iter().any(|inner| span(inner) == at))
+            .unwrap_or(&[]),
+        None => scope.body,
+    };
+    let restores = |statement: &Stmt| {
+        let mut found = false;
+        crate::analysis::walk::for_each_statement(
+            std::slice::from_ref(statement),
+            false,
+            &mut |inner| {
+                crate::analysis::walk::walk_statement_expressions(inner, &mut |expression| {
+                    if let Expr::Call(call) = expression {
+                        found |= rewrite
+                            .catalogued_effects(scope, call)
+                            .iter()
+                            .any(|effect| {
+                                matches!(
+                                    effect,
+                                    crate::analysis::catalogue::Effect::RestoresCheckpoint
+                                )
+                            })
+                            || matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "restore");
+                    }
+                });
+            },
+        );
+        found
+    };
+    block
+        .iter()
+        .skip_while(|statement| span(*statement) != at)
+        .take_while(|statement| !crate::analysis::walk::is_loop(statement))
+        .filter(|statement| restores(statement))
+        .last()
+        .unwrap_or(initializer)
+}
+
 /// `x.run(...)` calls of a scope with their statements.
 fn run_calls<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall, String)> {
     calls_in_scope(scope)
@@ -248,7 +302,8 @@ fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
                 "{}.broadcast_global_variables(0).run{arguments}",
                 rewrite.hvd
             );
-            rewrite.insert_after_statement(&span(stmt), &[line]);
+            let after = after_restores(rewrite, scope, stmt);
+            rewrite.insert_after_statement(&span(after), &[line]);
             return;
         }
     }
