@@ -65,6 +65,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    tf1_module_session_staged_optimize,
     tf1_end_of_data_iterator,
     tf1_batch_cursor_over_arrays,
     tf1_initializer_run_default_session,

@@ -203,6 +203,14 @@ fn divide_range(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, range: &ast:
         divide_bound(rewrite, loop_statement, &sum.left);
         return;
     }
+    // `range(done, done + n)`: divide `n`.
+    if let Expr::BinOp(sum) = stop
+        && sum.op == ast::Operator::Add
+        && rewrite.expression_text(&sum.left) == rewrite.expression_text(start)
+    {
+        divide_bound(rewrite, loop_statement, &sum.right);
+        return;
+    }
     let (start_text, stop_text) = (
         rewrite.expression_text(start),
         rewrite.expression_text(stop),

@@ -351,8 +351,23 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     let train_ops = train_op_names(rewrite);
     let mut divided = HashSet::new();
+    let module_sessions = module.scopes[0].facts.session_names();
     for scope in &module.scopes {
-        let sessions = scope.facts.session_names();
+        let mut sessions = scope.facts.session_names();
+        // A function running the module's session (`session = tf.Session()`
+        // at the top, `session.run(train_op)` in `optimize()`).
+        sessions.extend(
+            module_sessions
+                .iter()
+                .filter(|name| {
+                    !scope
+                        .facts
+                        .assignments
+                        .iter()
+                        .any(|assignment| &assignment.name == *name)
+                })
+                .cloned(),
+        );
         for (stmt, call, receiver) in run_calls(scope) {
             if !sessions.contains(receiver.as_str()) {
                 if scope.parameters.contains(&receiver) {
