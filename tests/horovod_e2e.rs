@@ -46,6 +46,9 @@ const TIME_LIMIT: Duration = Duration::from_secs(240);
 /// Two checksums agree when |a - b| <= CHECKSUM_TOLERANCE (identical weights give
 /// identical checksums; the tolerance only absorbs float summation order).
 const CHECKSUM_TOLERANCE: f64 = 1e-3;
+/// Two rates agree within this fraction: a schedule's float32 arithmetic
+/// differs a little at another magnitude; a rate scaled or not differs by 2x.
+const RATE_TOLERANCE: f64 = 1e-2;
 const SKIP_VARIABLE: &str = "DISTRIBUTE_SKIP_HOROVOD";
 
 static ONE_TRAINING_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -65,6 +68,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    keras_cosine_decay_horizon,
     tf1_module_session_staged_optimize,
     tf1_end_of_data_iterator,
     tf1_batch_cursor_over_arrays,
@@ -772,7 +776,7 @@ impl TwoWorkerRun<'_> {
         for (rank, result) in self.results.iter().enumerate() {
             let rate = result.as_ref().ok().and_then(|result| result.rate);
             assert!(
-                rate.is_some_and(|rate| (rate - single_rate * factor).abs() <= 1e-6 * single_rate.abs().max(1.0)),
+                rate.is_some_and(|rate| (rate - single_rate * factor).abs() <= RATE_TOLERANCE * (single_rate * factor).abs()),
                 "{}",
                 self.context(format!(
                     "rank {rank} trained at rate {rate:?}; {} times the single process's {single_rate} expected",

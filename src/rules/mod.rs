@@ -308,6 +308,10 @@ fn propose<'a>(
         passes::rate_changers::RATE_CHANGER_SCALED,
         passes::rate_changers::run,
     );
+    rewrite.run_pass(
+        passes::schedule_steps::SCHEDULE_STEPS_DIVIDED,
+        passes::schedule_steps::run,
+    );
     rewrite.run_pass(passes::seeds::SEED_MADE_PER_RANK, passes::seeds::run);
     rewrite.run_pass(
         passes::strategies::STRATEGY_REPLACED,

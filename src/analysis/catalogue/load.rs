@@ -70,6 +70,7 @@ struct EntryText {
     summary_op: Option<bool>,
     writes_summary: Option<bool>,
     hides_inner_optimizer: Option<bool>,
+    counts_steps: Option<StepsText>,
     callback_writes: Option<PathText>,
     /// Touches no storage and races with nobody: known, so its name says nothing.
     #[serde(default)]
@@ -88,6 +89,12 @@ enum ArgumentText {
         position: Option<usize>,
         keyword: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepsText {
+    argument: Option<ArgumentText>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -263,7 +270,7 @@ fn add_entries(
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
         if effects.is_empty() && text.returns.is_none() && !text.harmless {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, hides-inner-optimizer, callback-writes, returns, or harmless: true)")));
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, returns, or harmless: true)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -352,6 +359,12 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
             path: argument(removes.path.as_ref())?,
             tree: removes.tree,
         });
+    }
+    if let Some(steps) = &text.counts_steps {
+        let Some(argument) = argument(steps.argument.as_ref())? else {
+            return Err("counts-steps needs its argument (position, keyword or both)".into());
+        };
+        effects.push(Effect::CountsSteps { argument });
     }
     if let Some(callback) = &text.callback_writes {
         effects.push(Effect::CallbackWrites {

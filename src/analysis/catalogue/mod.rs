@@ -178,6 +178,13 @@ pub enum Effect {
     /// neither it (rebuilding it from its config is a TypeError) nor, to any
     /// effect, the inner one.
     HidesInnerOptimizer,
+    /// A learning-rate schedule whose argument counts optimizer steps
+    /// (`CosineDecay`'s `decay_steps`, `PiecewiseConstantDecay`'s
+    /// boundaries): each worker takes 1/N of the steps once the work is
+    /// split, so the count is divided too, or the schedule stops part-way.
+    CountsSteps {
+        argument: Argument,
+    },
     /// A callback that writes files while `fit` runs (making it writes
     /// nothing), at the path in `path`.
     CallbackWrites {
@@ -217,6 +224,7 @@ impl Effect {
             Effect::SummaryOp => "builds a summary op",
             Effect::WritesSummary => "writes a summary",
             Effect::HidesInnerOptimizer => "hides its inner optimizer",
+            Effect::CountsSteps { .. } => "counts optimizer steps",
             Effect::CallbackWrites { .. } => "writes while fit runs",
         }
     }

@@ -73,6 +73,28 @@ impl SplitFacts {
                 });
             }
         }
+        // A schedule's step count divided with the work (`decay_steps //
+        // hvd.size()`) follows a split; it is none.
+        let schedules: Vec<Range<usize>> = program
+            .calls()
+            .iter()
+            .filter(|call| {
+                program.known(call).entry().is_some_and(|entry| {
+                    entry.effects.iter().any(|effect| {
+                        matches!(
+                            effect,
+                            crate::analysis::catalogue::Effect::CountsSteps { .. }
+                        )
+                    })
+                })
+            })
+            .map(|call| call.range())
+            .collect();
+        facts.divisions.retain(|division| {
+            !schedules
+                .iter()
+                .any(|schedule| schedule.start <= division.start && division.end <= schedule.end)
+        });
         for list in [
             &mut facts.shards,
             &mut facts.divisions,

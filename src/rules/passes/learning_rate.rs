@@ -130,7 +130,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
 /// A schedule assigned to a name the code calls itself (`epsilon(step)`)
 /// and never hands to anything: an exploration rate or another quantity
 /// that decays, not a learning rate, so it is not scaled.
-fn is_schedule_of_something_else(rewrite: &ModuleRewrite, site: &CallSite) -> bool {
+pub(super) fn is_schedule_of_something_else(rewrite: &ModuleRewrite, site: &CallSite) -> bool {
     let Stmt::Assign(assign) = site.statement else {
         return false;
     };

@@ -15,6 +15,7 @@ pub mod loop_steps;
 pub mod rank_zero;
 pub mod rate_changers;
 pub mod read_barrier;
+pub mod schedule_steps;
 pub mod seeds;
 pub mod sharding;
 pub mod shared_writes;
@@ -32,6 +33,7 @@ pub fn codes() -> Vec<Code> {
         rank_zero::CODES,
         rate_changers::CODES,
         read_barrier::CODES,
+        schedule_steps::CODES,
         seeds::CODES,
         strategies::CODES,
     ]
