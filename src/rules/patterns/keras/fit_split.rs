@@ -4,7 +4,7 @@
 //! covers (four XOR rows, the default batch of 32) are not split: every
 //! worker would compute the same gradient.
 
-use rustpython_parser::ast::{self, Expr, Stmt};
+use rustpython_parser::ast::{self, Expr};
 
 use crate::analysis::training::Scope;
 use crate::analysis::walk::{dotted_name, keyword};
@@ -178,29 +178,10 @@ fn single_assignment<'a>(
     scope: &Scope<'a>,
     name: &str,
 ) -> Option<&'a Expr> {
-    for candidate in [scope, &rewrite.module.scopes[0]] {
-        let values: Vec<&Expr> = candidate
-            .facts
-            .statements
-            .iter()
-            .filter_map(|statement| match statement {
-                Stmt::Assign(assign)
-                    if assign.targets.iter().any(
-                        |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
-                    ) =>
-                {
-                    Some(assign.value.as_ref())
-                }
-                _ => None,
-            })
-            .collect();
-        match values.as_slice() {
-            [] => continue,
-            [value] => return Some(value),
-            _ => return None,
-        }
+    match super::optimizer::name_assignments(rewrite, scope, name).as_slice() {
+        [(_, value)] => Some(*value),
+        _ => None,
     }
-    None
 }
 
 fn report_full_batch(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall, rows: usize) {

@@ -143,7 +143,7 @@ fn wrap_named_optimizer(rewrite: &mut ModuleRewrite, scope: &Scope, optimizer: &
     let hvd = rewrite.hvd.clone();
     let name = dotted_name(optimizer).unwrap_or_default();
     let name = name.as_str();
-    let assignments = optimizer_assignments(rewrite, scope, name);
+    let assignments = name_assignments(rewrite, scope, name);
     let already_wrapped = assignments
         .iter()
         .any(|(_, value)| rewrite.calls_horovod_attribute(value, "DistributedOptimizer"));
@@ -179,7 +179,7 @@ fn own_compile_parameters(
         return None;
     };
     let receiver = dotted_name(&attribute.value)?;
-    let (_, value) = optimizer_assignments(rewrite, scope, &receiver)
+    let (_, value) = name_assignments(rewrite, scope, &receiver)
         .into_iter()
         .next()?;
     let Expr::Call(construction) = value else {
@@ -241,7 +241,7 @@ fn wrap_optimizers_given(
             }
             Expr::Name(_) | Expr::Attribute(_) => {
                 let name = dotted_name(value).unwrap_or_default();
-                let built_as_optimizer = optimizer_assignments(rewrite, scope, &name)
+                let built_as_optimizer = name_assignments(rewrite, scope, &name)
                     .iter()
                     .any(|(_, assigned)| matches!(assigned, Expr::Call(call) if is_optimizer_construction(rewrite, scope, call)));
                 if built_as_optimizer {
@@ -287,8 +287,9 @@ pub(super) fn is_optimizer_construction(
     })
 }
 
-/// Assignments to `name` in the scope, or at top level when the scope has none.
-pub(super) fn optimizer_assignments<'a>(
+/// Assignments to `name` in the scope, or at top level when the scope has
+/// none (and does not take it as a parameter).
+pub(super) fn name_assignments<'a>(
     rewrite: &ModuleRewrite<'a>,
     scope: &Scope<'a>,
     name: &str,

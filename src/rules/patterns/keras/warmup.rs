@@ -8,7 +8,7 @@
 
 use rustpython_parser::ast::{self, Expr};
 
-use super::optimizer::{find_compiles, optimizer_assignments};
+use super::optimizer::{find_compiles, name_assignments};
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
 use crate::analysis::walk::keyword;
 use crate::rules::passes::learning_rate::learning_rate_value;
@@ -164,7 +164,7 @@ fn compiled_rate<'a>(
         Some(Expr::Call(call)) => call,
         Some(name @ (Expr::Name(_) | Expr::Attribute(_))) => {
             let name = crate::analysis::walk::dotted_name(name)?;
-            match optimizer_assignments(rewrite, scope, &name).as_slice() {
+            match name_assignments(rewrite, scope, &name).as_slice() {
                 [(_, Expr::Call(call))] => call,
                 _ => return None,
             }
