@@ -522,6 +522,63 @@ fn collectives_aligned() {
 }
 
 #[test]
+fn collectives_aligned_over_shards() {
+    let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";
+    let train = "opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))\nfor x in ds:\n    opt.minimize(lambda: x, [])\n";
+    let program = |pipeline: &str| with(HEADER, &format!("{helper}{pipeline}{train}"));
+    assert_table(
+        COLLECTIVES_ALIGNED,
+        &[
+            (
+                "plain shard run to its end",
+                Verdict::Unknown,
+                &program(
+                    "ds = tf.data.Dataset.range(1001).shard(hvd.size(), hvd.rank()).batch(50)\n",
+                ),
+            ),
+            (
+                "equal shard of a counted source",
+                Verdict::Proven,
+                &program(
+                    "ds = tf.data.Dataset.from_tensor_slices(tf.zeros((1001, 2))).apply(equal_shard).batch(50)\n",
+                ),
+            ),
+            (
+                "equal shard of records nobody counted",
+                Verdict::Unknown,
+                &program(
+                    "ds = tf.data.TFRecordDataset('data.tfrecord').apply(equal_shard).batch(50)\n",
+                ),
+            ),
+            (
+                "equal shard of a list of files",
+                Verdict::Unknown,
+                &program(
+                    "ds = tf.data.Dataset.list_files('*.tfrecord').apply(equal_shard).interleave(tf.data.TFRecordDataset)\n",
+                ),
+            ),
+            (
+                "plain shard, repeated later: a bound stops the loop",
+                Verdict::Proven,
+                &program(
+                    "ds = tf.data.Dataset.range(1001).shard(hvd.size(), hvd.rank())\nds = ds.repeat().batch(50).take(100 // hvd.size())\n",
+                ),
+            ),
+            (
+                "a look-alike helper that cuts nothing is no equal shard",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "def equal_shard(dataset):\n    return dataset.shard(hvd.size(), hvd.rank())\nds = tf.data.Dataset.range(1001).apply(equal_shard).batch(50)\n{train}"
+                    ),
+                ),
+            ),
+        ],
+    );
+}
+
+#[test]
 fn api_exists_in_version() {
     assert_table(
         API_EXISTS,

@@ -3,7 +3,7 @@
 //! collects edits and diagnostics. Rules and passes get it mutably; the
 //! facts they read come from the context (and through it, the analysis).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
@@ -99,8 +99,9 @@ pub struct ModuleRewrite<'a> {
     /// rewriting, to be impossible to make whole. The module then gets no
     /// edits at all.
     pub refusals: Vec<Diagnostic>,
-    /// The helper that gives a batch cursor this worker's share, once made.
-    pub cursor_share_helper: Option<String>,
+    /// Generated helper functions defined so far, by the first of their
+    /// candidate names: each is defined once per module.
+    helpers: HashMap<&'static str, String>,
 }
 
 impl<'a> std::ops::Deref for ModuleRewrite<'a> {
@@ -159,7 +160,7 @@ impl<'a> ModuleRewrite<'a> {
             learning_rates: LearningRateState::default(),
             horovod_initialised_at: None,
             refusals: Vec::new(),
-            cursor_share_helper: None,
+            helpers: HashMap::new(),
         }
     }
 
@@ -195,6 +196,43 @@ impl<'a> ModuleRewrite<'a> {
     pub fn insert_before_statement(&mut self, range: &Range<usize>, lines: &[String]) {
         let edit = edit_builders::insert_before_statement(self.text, &self.stylist, range, lines);
         self.sink.edit(edit);
+    }
+
+    /// The name of a generated helper function, defined the first time it
+    /// is asked for, right before the top-level statement that holds
+    /// `site` (after the imports and `hvd.init()`, which come before any
+    /// training). `lines` gives its definition under a fresh name.
+    pub fn helper(
+        &mut self,
+        candidates: &[&'static str],
+        site: usize,
+        lines: impl FnOnce(&str, &Self) -> Vec<String>,
+    ) -> String {
+        if let Some(name) = self.helpers.get(candidates[0]) {
+            return name.clone();
+        }
+        let name = self.fresh(candidates);
+        let top_level = self
+            .module
+            .module
+            .body
+            .iter()
+            .map(span)
+            .find(|statement| statement.contains(&site))
+            .unwrap_or(site..site);
+        // Two blank lines around a top-level function, as PEP 8 has them.
+        let before = self.text[..top_level.start].trim_end_matches([' ', '\t']);
+        let blank_lines = before.len() - before.trim_end_matches('\n').len();
+        let missing = match before.trim().is_empty() {
+            true => 0,
+            false => 3usize.saturating_sub(blank_lines),
+        };
+        let mut definition = vec![String::new(); missing];
+        definition.extend(lines(&name, self));
+        definition.extend([String::new(), String::new()]);
+        self.insert_before_statement(&top_level, &definition);
+        self.helpers.insert(candidates[0], name.clone());
+        name
     }
 
     /// Puts consecutive statements of one block under a single `if hvd.rank() == 0:`.

@@ -144,6 +144,12 @@ struct DataSourceText {
     level: ShardLevelText,
     #[serde(default)]
     pipeline: bool,
+    #[serde(default = "counted_by_default")]
+    counted: bool,
+}
+
+fn counted_by_default() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -381,6 +387,7 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         effects.push(Effect::DataSource {
             level,
             pipeline: source.pipeline,
+            counted: source.counted,
         });
     }
     let flags = [

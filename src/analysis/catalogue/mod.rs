@@ -165,6 +165,10 @@ pub enum Effect {
         level: ShardLevel,
         /// It returns a tf.data pipeline, which `.shard(...)` splits.
         pipeline: bool,
+        /// TensorFlow knows how many items the pipeline yields (not so for
+        /// the records of files, or a generator's items), so its shards
+        /// can be cut to one count.
+        counted: bool,
     },
     InitialisesVariables,
     SavesCheckpoint,

@@ -11,10 +11,19 @@
 //! loop (a loss, a reward, an environment's `done`): the workers train on
 //! different data, so those values differ, and the first rank to stop
 //! leaves the others waiting.
+//!
+//! A shard is a stop too: a loop that runs to the end of its data stops
+//! where the shard ends. **Unknown** when shards may differ by one example
+//! (a plain `.shard` of a count the workers do not divide, or an equal-shard
+//! helper over a source whose count TensorFlow does not know: records of
+//! files, a generator, a list of files), unless the stream is repeated (a
+//! bound then stops the loop).
 
 use rustpython_parser::ast::{Expr, Stmt};
 
-use crate::analysis::walk::{for_each_statement, walk_expression};
+use super::facts;
+use crate::analysis::catalogue::{Effect, ShardLevel};
+use crate::analysis::walk::{for_each_statement, walk_expression, walk_statement_expressions};
 
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
@@ -69,6 +78,7 @@ impl Invariant for CollectivesAligned {
             return on_rank_zero;
         }
         on_rank_zero.extend(self.loop_exits(program));
+        on_rank_zero.extend(uneven_shards(program));
         on_rank_zero
     }
 }
@@ -123,6 +133,116 @@ impl CollectivesAligned {
         decisions.dedup();
         decisions
     }
+}
+
+/// Shards whose sizes may differ between workers, in streams no `repeat()`
+/// makes endless.
+fn uneven_shards(program: &Program) -> Vec<Decision> {
+    let helpers = facts::equal_shard_helpers(program);
+    let mut decisions = Vec::new();
+    for call in program.calls() {
+        let in_helper = call.scope.parent == Some(0) && helpers.contains(&call.scope.name());
+        let plain = facts::is_shard_by_workers(program, call.scope, call.site.call);
+        let helped = facts::applies_helper(call.site.call, &helpers);
+        if in_helper || !(plain || helped) || methods_after(call).iter().any(|m| m == "repeat") {
+            continue;
+        }
+        let line = program.line(call.range().start);
+        let (message, suggestion) = if plain {
+            (
+                format!(
+                    "the shard at line {line} gives workers example counts that differ by one when their number does not divide the data's: a loop that runs to the end of the data then takes a step more on some workers, whose last allreduce waits forever"
+                ),
+                "cut every shard to one count (`.take(tf.data.experimental.cardinality(dataset) // hvd.size())` after the shard), or repeat the data and stop the loop on a divided step count",
+            )
+        } else {
+            match uncounted_source(program, call) {
+                Some(reason) => (
+                    format!(
+                        "the shard at line {line} is of {reason}, so the shards cannot be cut to one count: a loop that runs to the end of the data may take a step more on some workers, whose last allreduce waits forever"
+                    ),
+                    "repeat the data and stop the loop on a divided step count (`steps_per_epoch`, or a `take` of the repeated stream)",
+                ),
+                None => continue,
+            }
+        };
+        decisions.push(
+            Decision::new(COLLECTIVES_ALIGNED, Verdict::Unknown, call.range(), message)
+                .with_suggestion(suggestion),
+        );
+    }
+    decisions
+}
+
+/// What makes the count of the stream an equal-shard helper is applied to
+/// unknown to TensorFlow, if anything: its source is not a catalogued one
+/// whose count is known, or yields files whose records vary.
+fn uncounted_source(
+    program: &Program,
+    apply: &crate::checker::program::ScopedCall,
+) -> Option<String> {
+    let Expr::Attribute(attribute) = apply.site.call.func.as_ref() else {
+        return None;
+    };
+    let receiver = span(attribute.value.as_ref());
+    let source = program.calls().iter().find(|call| call.range() == receiver);
+    // The callee, not the whole call: arguments may span lines.
+    let shown = match attribute.value.as_ref() {
+        Expr::Call(call) => format!("{}(...)", &program.text[span(call.func.as_ref())]),
+        other => program.text[span(other)].to_string(),
+    };
+    let effects = source
+        .and_then(|source| program.known(source).entry())
+        .map(|entry| entry.effects.clone())
+        .unwrap_or_default();
+    let data_source = effects.iter().find_map(|effect| match effect {
+        Effect::DataSource { level, counted, .. } => Some((*level, *counted)),
+        _ => None,
+    });
+    match data_source {
+        Some((ShardLevel::Files, _)) => Some(String::from(
+            "a list of files, whose record counts may differ",
+        )),
+        Some((_, false)) => Some(format!("`{shown}`, whose count TensorFlow does not know")),
+        Some(_) => None,
+        None => Some(format!("`{shown}`, whose count the checker cannot see")),
+    }
+}
+
+/// The methods called on a stream after `call`: the rest of its chain, and
+/// the chains of later statements that continue from the name it is
+/// assigned to (`ds = src.shard(...)`, then `ds = ds.repeat()` or
+/// `for x in ds.repeat():`).
+fn methods_after(call: &crate::checker::program::ScopedCall) -> Vec<String> {
+    let target = span(call.site.call);
+    let mut methods = Vec::new();
+    walk_statement_expressions(call.site.statement, &mut |expr| {
+        let chain = facts::method_chain(expr);
+        if let Some(at) = chain.iter().position(|(_, link)| span(*link) == target) {
+            let after: Vec<String> = chain[at + 1..].iter().map(|(m, _)| m.to_string()).collect();
+            if after.len() > methods.len() {
+                methods = after;
+            }
+        }
+    });
+    let Stmt::Assign(assign) = call.site.statement else {
+        return methods;
+    };
+    let [Expr::Name(name)] = assign.targets.as_slice() else {
+        return methods;
+    };
+    let assigned_at = span(call.site.statement).end;
+    for statement in &call.scope.facts.statements {
+        if span(*statement).start < assigned_at {
+            continue;
+        }
+        walk_statement_expressions(statement, &mut |expr| {
+            if matches!(facts::chain_root(expr), Expr::Name(root) if root.id == name.id) {
+                methods.extend(facts::method_chain(expr).iter().map(|(m, _)| m.to_string()));
+            }
+        });
+    }
+    methods
 }
 
 /// A rank-local stop of a training loop: a `break` (of this loop), or a

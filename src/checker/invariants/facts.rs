@@ -29,6 +29,7 @@ pub struct SplitFacts {
 impl SplitFacts {
     pub fn of(program: &Program) -> SplitFacts {
         let mut facts = SplitFacts::default();
+        let helpers = equal_shard_helpers(program);
         for scope in &program.module.scopes {
             for statement in &scope.facts.statements {
                 walk_statement_expressions(statement, &mut |expr| match expr {
@@ -61,7 +62,10 @@ impl SplitFacts {
                             _ => {}
                         }
                     }
-                    Expr::Call(call) if is_shard_by_workers(program, scope, call) => {
+                    Expr::Call(call)
+                        if is_shard_by_workers(program, scope, call)
+                            || applies_helper(call, &helpers) =>
+                    {
                         facts.shards.push(span(expr))
                     }
                     Expr::Subscript(subscript)
@@ -164,7 +168,7 @@ fn known_count(
         .then_some(first)
 }
 
-fn is_shard_by_workers(
+pub fn is_shard_by_workers(
     program: &Program,
     scope: &crate::analysis::training::Scope,
     call: &ast::ExprCall,
@@ -174,6 +178,63 @@ fn is_shard_by_workers(
             .args
             .iter()
             .any(|argument| program.calls_horovod_function(scope, argument, "size"))
+}
+
+/// Module-level functions that give a worker its equal shard of a dataset:
+/// one parameter, returned as `dataset.shard(hvd.size(), ...)` cut by
+/// `.take(n // hvd.size())`, a count every worker shares.
+pub fn equal_shard_helpers<'p>(program: &Program<'p>) -> Vec<&'p str> {
+    program
+        .module
+        .scopes
+        .iter()
+        .filter(|scope| {
+            scope.function.is_some() && scope.parent == Some(0) && scope.parameters.len() == 1
+        })
+        .filter(|scope| {
+            scope.facts.statements.iter().any(|statement| {
+                let rustpython_parser::ast::Stmt::Return(ast::StmtReturn {
+                    value: Some(value),
+                    ..
+                }) = statement
+                else {
+                    return false;
+                };
+                let chain = method_chain(value);
+                chain.windows(2).any(|pair| {
+                    let [(_, shard), ("take", take)] = pair else {
+                        return false;
+                    };
+                    is_shard_by_workers(program, scope, shard)
+                        && take.args.first().is_some_and(|count| {
+                            matches!(count, Expr::BinOp(division) if division.op == Operator::FloorDiv
+                                && program.calls_horovod_function(scope, &division.right, "size"))
+                        })
+                }) && matches!(chain_root(value), Expr::Name(name) if name.id.as_str() == scope.parameters[0])
+            })
+        })
+        .map(|scope| scope.name())
+        .collect()
+}
+
+/// `.apply(helper)` of one of `helpers`.
+pub fn applies_helper(call: &ast::ExprCall, helpers: &[&str]) -> bool {
+    matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply")
+        && matches!(call.args.as_slice(), [Expr::Name(name)] if helpers.contains(&name.id.as_str()))
+}
+
+/// The receiver a chain of method calls starts from (`ds` of `ds.a().b()`).
+pub fn chain_root(expr: &Expr) -> &Expr {
+    let mut root = expr;
+    loop {
+        match root {
+            Expr::Call(call) => match call.func.as_ref() {
+                Expr::Attribute(attribute) => root = &attribute.value,
+                _ => return root,
+            },
+            _ => return root,
+        }
+    }
 }
 
 /// The methods of a chain of calls on a receiver, outermost last:

@@ -13,7 +13,7 @@
 
 use rustpython_parser::ast::Expr;
 
-use super::facts::method_chain;
+use super::facts::{applies_helper, method_chain};
 use crate::analysis::training::Scope;
 use crate::analysis::walk::dotted_name;
 use crate::checker::{Decision, Invariant, Program, Verdict};
@@ -39,8 +39,11 @@ impl Invariant for WorkSplit {
             return Vec::new();
         }
         let mut decisions = Vec::new();
+        let helpers = super::facts::equal_shard_helpers(program);
         for call in program.calls() {
-            if call.method() != Some("take") {
+            // The helper's own `take` cuts its shard to one count.
+            let in_helper = call.scope.parent == Some(0) && helpers.contains(&call.scope.name());
+            if call.method() != Some("take") || in_helper {
                 continue;
             }
             // `take(1)` to look at a batch (a plot, a print) bounds no training.
@@ -49,7 +52,7 @@ impl Invariant for WorkSplit {
             if peek {
                 continue;
             }
-            let methods = chain_methods(call.scope, call.site.call);
+            let methods = chain_methods(call.scope, call.site.call, &helpers);
             let Some(shard) = methods.iter().position(|method| method == "shard") else {
                 continue;
             };
@@ -95,8 +98,13 @@ impl Invariant for WorkSplit {
 
 /// The methods of a call chain, following the name it starts from back
 /// through the chains last assigned to it in the scope (`ds = src.shard(...)`,
-/// `ds = ds.map(f)`, then `ds.take(n)`), outermost last.
-fn chain_methods(scope: &Scope, call: &rustpython_parser::ast::ExprCall) -> Vec<String> {
+/// `ds = ds.map(f)`, then `ds.take(n)`), outermost last. An equal-shard
+/// helper applied (`.apply(equal_shard)`) counts as a `shard`.
+fn chain_methods(
+    scope: &Scope,
+    call: &rustpython_parser::ast::ExprCall,
+    helpers: &[&str],
+) -> Vec<String> {
     let expr = Expr::Call(call.clone());
     let mut methods: Vec<String> = Vec::new();
     let mut current: &Expr = &expr;
@@ -105,7 +113,10 @@ fn chain_methods(scope: &Scope, call: &rustpython_parser::ast::ExprCall) -> Vec<
     for _ in 0..16 {
         let mut chain: Vec<String> = method_chain(current)
             .iter()
-            .map(|(method, _)| method.to_string())
+            .map(|(method, call)| match applies_helper(call, helpers) {
+                true => String::from("shard"),
+                false => method.to_string(),
+            })
             .collect();
         chain.append(&mut methods);
         methods = chain;

@@ -32,42 +32,29 @@ pub fn is_batch_cursor(for_loop: &ast::StmtFor) -> bool {
 
 /// Makes the loop walk this worker's share of its positions.
 pub fn share_by_rank(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, for_loop: &ast::StmtFor) {
-    let helper = match rewrite.cursor_share_helper.clone() {
-        Some(helper) => helper,
-        None => define_helper(rewrite, loop_statement),
-    };
+    let helper = rewrite.helper(
+        &["rank_share", "horovod_rank_share"],
+        span(loop_statement).start,
+        |helper, rewrite| {
+            let hvd = &rewrite.hvd;
+            let unit = &rewrite.stylist.indent_unit;
+            vec![
+                format!("def {helper}(positions):"),
+                format!(
+                    "{unit}\"\"\"This worker's share of a cursor's positions: every N-th from its"
+                ),
+                format!(
+                    "{unit}rank, the same count on every worker (their allreduces pair up).\"\"\""
+                ),
+                format!("{unit}positions = list(positions)"),
+                format!("{unit}usable = len(positions) // {hvd}.size() * {hvd}.size()"),
+                format!("{unit}return positions[{hvd}.rank():usable:{hvd}.size()]"),
+            ]
+        },
+    );
     let iterable = span(for_loop.iter.as_ref());
     rewrite.edit(Edit::insertion(iterable.start, format!("{helper}(")));
     rewrite.edit(Edit::insertion(iterable.end, ")"));
-}
-
-/// The helper, defined once, before the top-level statement that holds the
-/// first cursor (after `hvd.init()`, which comes before any training).
-fn define_helper(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> String {
-    let helper = rewrite.fresh(&["rank_share", "horovod_rank_share"]);
-    let hvd = rewrite.hvd.clone();
-    let unit = rewrite.stylist.indent_unit.clone();
-    let lines = [
-        format!("def {helper}(positions):"),
-        format!("{unit}\"\"\"This worker's share of a cursor's positions: every N-th from its"),
-        format!("{unit}rank, the same count on every worker (their allreduces pair up).\"\"\""),
-        format!("{unit}positions = list(positions)"),
-        format!("{unit}usable = len(positions) // {hvd}.size() * {hvd}.size()"),
-        format!("{unit}return positions[{hvd}.rank():usable:{hvd}.size()]"),
-        String::new(),
-        String::new(),
-    ];
-    let top_level = rewrite
-        .module
-        .module
-        .body
-        .iter()
-        .find(|statement| span(*statement).contains(&span(loop_statement).start))
-        .map(span)
-        .unwrap_or_else(|| span(loop_statement));
-    rewrite.insert_before_statement(&top_level, &lines);
-    rewrite.cursor_share_helper = Some(helper.clone());
-    helper
 }
 
 /// `range(a, b, s)`.

@@ -1,5 +1,10 @@
-//! Sharding a tf.data pipeline: `.shard(hvd.size(), hvd.rank())` right after
-//! its source, so that each worker reads its own part of the data.
+//! Sharding a tf.data pipeline right after its source, so that each worker
+//! reads its own part of the data: `.apply(equal_shard)`, a generated helper
+//! that takes `.shard(hvd.size(), hvd.rank())` and cuts every shard to the
+//! same count. Shards of a plain `.shard` differ by one example when the
+//! count does not divide evenly; a loop that runs to the end of the data
+//! then takes one step more on some workers, whose last allreduce waits
+//! forever.
 //!
 //! Input: the scope and the dataset expression (a pipeline or a name bound to
 //! one). Output: one insertion, and whether a pipeline was found.
@@ -21,13 +26,30 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
     let Some(source) = pipeline_source(rewrite, scope, dataset) else {
         return false;
     };
-    let shard = format!(
-        ".shard({}, {})",
-        rewrite.horovod_call("size"),
-        rewrite.horovod_call("rank")
-    );
-    rewrite.edit(Edit::insertion(source.end, shard));
+    let helper = equal_shard_helper(rewrite, source.start);
+    rewrite.edit(Edit::insertion(source.end, format!(".apply({helper})")));
     true
+}
+
+/// The helper, defined once per module. A count TensorFlow does not know
+/// (or an infinite one) is negative, and `take` of a negative count keeps
+/// the whole shard.
+fn equal_shard_helper(rewrite: &mut ModuleRewrite, site: usize) -> String {
+    let (size, rank) = (rewrite.horovod_call("size"), rewrite.horovod_call("rank"));
+    rewrite.helper(
+        &["equal_shard", "horovod_equal_shard"],
+        site,
+        |helper, rewrite| {
+            let (tf, unit) = (&rewrite.tf, &rewrite.stylist.indent_unit);
+            vec![
+                format!("def {helper}(dataset):"),
+                format!("{unit}\"\"\"This worker's shard of a dataset: every N-th example from its rank,"),
+                format!("{unit}the same count on every worker (their allreduces pair up).\"\"\""),
+                format!("{unit}count = {tf}.data.experimental.cardinality(dataset)"),
+                format!("{unit}return dataset.shard({size}, {rank}).take(count // {size})"),
+            ]
+        },
+    )
 }
 
 /// Whether `dataset` is (or names) a tf.data pipeline whose source can be sharded.
