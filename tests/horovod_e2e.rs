@@ -74,6 +74,7 @@ e2e_cases!(
     tf1_end_of_data_iterator,
     tf1_batch_cursor_over_arrays,
     tf1_initializer_run_default_session,
+    keras_fit_zip_of_two_sources,
     keras_gan_own_compile,
     tf1_full_batch_chained_minimize,
     keras_full_batch_arrays,
