@@ -522,6 +522,33 @@ fn collectives_aligned() {
 }
 
 #[test]
+fn schedule_step_count_passed_whole() {
+    let schedule = "TOTAL = 1000\nschedule = tf.keras.optimizers.schedules.CosineDecay(0.1 * hvd.size(), max(1, TOTAL // hvd.size()))\nds = tf.data.Dataset.range(100).apply(equal_shard)\n";
+    let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";
+    assert_table(
+        RATE_FOLLOWS_SPLIT,
+        &[
+            (
+                "a count divided for the schedule, shown whole",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!("{helper}{schedule}print('steps:', TOTAL)\n"),
+                ),
+            ),
+            (
+                "a count divided for the schedule, given whole to a ramp",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!("{helper}{schedule}trainer = Trainer(total_steps=TOTAL)\n"),
+                ),
+            ),
+        ],
+    );
+}
+
+#[test]
 fn collectives_aligned_over_shards() {
     let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";
     let train = "opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))\nfor x in ds:\n    opt.minimize(lambda: x, [])\n";

@@ -24,12 +24,17 @@ pub struct SplitFacts {
     /// Divisions of a count the checker knows to be at most 1
     /// (`epochs // hvd.size()` with `epochs = 1`): they divide nothing.
     pub empty_divisions: Vec<Range<usize>>,
+    /// Names of step counts divided inside a learning-rate schedule
+    /// (`CosineDecay(rate, TOTAL_STEPS // hvd.size())`), with the division.
+    pub schedule_step_counts: Vec<(String, Range<usize>)>,
 }
 
 impl SplitFacts {
     pub fn of(program: &Program) -> SplitFacts {
         let mut facts = SplitFacts::default();
         let helpers = equal_shard_helpers(program);
+        // The names divided (`TOTAL_STEPS` of `TOTAL_STEPS // hvd.size()`).
+        let mut divided_names = Vec::new();
         for scope in &program.module.scopes {
             for statement in &scope.facts.statements {
                 walk_statement_expressions(statement, &mut |expr| match expr {
@@ -48,6 +53,11 @@ impl SplitFacts {
                                 {
                                     facts.empty_divisions.push(span(expr))
                                 } else {
+                                    if let Some(name) =
+                                        crate::analysis::walk::dotted_name(&operation.left)
+                                    {
+                                        divided_names.push((name, span(expr)));
+                                    }
                                     facts.divisions.push(span(expr))
                                 }
                             }
@@ -94,11 +104,16 @@ impl SplitFacts {
             })
             .map(|call| call.range())
             .collect();
-        facts.divisions.retain(|division| {
-            !schedules
+        let in_schedule = |division: &Range<usize>| {
+            schedules
                 .iter()
                 .any(|schedule| schedule.start <= division.start && division.end <= schedule.end)
-        });
+        };
+        facts.schedule_step_counts = divided_names
+            .into_iter()
+            .filter(|(_, division)| in_schedule(division))
+            .collect();
+        facts.divisions.retain(|division| !in_schedule(division));
         for list in [
             &mut facts.shards,
             &mut facts.divisions,

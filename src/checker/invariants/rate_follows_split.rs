@@ -10,10 +10,20 @@
 //! is split anywhere in the package. **Unknown** when a person scaled the
 //! rate in code written with Horovod and the program trains on synthetic
 //! tensors: weak scaling may be what they want (Horovod's benchmarks).
+//!
+//! A schedule's step count divided with the work is the same fact: each
+//! worker takes 1/N of the steps. **Unknown** when that count is divided
+//! for the schedule but passed whole to another call (a model's
+//! `total_steps=` for a ramp of its own): whatever counts steps there runs
+//! over N times the steps each worker takes.
+
+use rustpython_parser::ast::Expr;
 
 use super::facts::SplitFacts;
+use crate::analysis::walk::dotted_name;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
+use crate::python::parse::span;
 
 pub const RATE_FOLLOWS_SPLIT: Code = Code::new(
     "DST305",
@@ -34,17 +44,19 @@ impl Invariant for RateFollowsSplit {
             return Vec::new();
         }
         let facts = SplitFacts::of(program);
+        let mut decisions = step_counts_left_whole(program, &facts);
         let Some(scaled) = facts.scalings.first() else {
-            return Vec::new();
+            return decisions;
         };
         let line = program.line(scaled.start);
         if facts.splits() || splits_elsewhere(program) {
-            return vec![Decision::new(
+            decisions.push(Decision::new(
                 RATE_FOLLOWS_SPLIT,
                 Verdict::Proven,
                 scaled.clone(),
                 format!("the rate scaled at line {line} drives work that is split"),
-            )];
+            ));
+            return decisions;
         }
         let message = match facts.empty_divisions.first() {
             Some(empty) => format!(
@@ -65,14 +77,56 @@ impl Invariant for RateFollowsSplit {
         } else {
             Verdict::Violated
         };
-        vec![Decision::new(
+        decisions.push(Decision::new(
             RATE_FOLLOWS_SPLIT,
             verdict,
             scaled.clone(),
             message,
         )
-        .with_suggestion("divide the bound that stops the training loop (or shard its dataset), or leave the rate as written")]
+        .with_suggestion("divide the bound that stops the training loop (or shard its dataset), or leave the rate as written"));
+        decisions
     }
+}
+
+/// Calls that take a step count divided for a schedule, whole.
+fn step_counts_left_whole(program: &Program, facts: &SplitFacts) -> Vec<Decision> {
+    // Calls that only show or convert a count.
+    const SHOWS: &[&str] = &[
+        "print", "format", "str", "int", "float", "len", "info", "debug", "warning", "write",
+        "append", "range", "log", "scalar",
+    ];
+    let mut decisions = Vec::new();
+    for (name, division) in &facts.schedule_step_counts {
+        for call in program.calls() {
+            if call.method().is_some_and(|method| SHOWS.contains(&method)) {
+                continue;
+            }
+            let arguments = call
+                .site
+                .call
+                .args
+                .iter()
+                .chain(call.site.call.keywords.iter().map(|keyword| &keyword.value));
+            let Some(whole) = arguments
+                .filter(|argument| matches!(argument, Expr::Name(_) | Expr::Attribute(_)))
+                .find(|argument| dotted_name(argument).as_deref() == Some(name.as_str()))
+            else {
+                continue;
+            };
+            let (divided_at, whole_at) = (
+                program.line(division.start),
+                program.line(span(whole).start),
+            );
+            let callee = &program.text[span(call.site.call.func.as_ref())];
+            decisions.push(Decision::new(
+                RATE_FOLLOWS_SPLIT,
+                Verdict::Unknown,
+                span(whole),
+                format!("the step count `{name}` is divided by the worker count for the schedule at line {divided_at}, but `{callee}` at line {whole_at} gets it whole: if it counts optimizer steps there, it spans N times the steps each worker takes"),
+            ).with_suggestion(format!("divide it there too (`max(1, {name} // hvd.size())`) if it counts optimizer steps")));
+        }
+    }
+    decisions
 }
 
 /// Whether the program trains on data it reads (files, a Keras or TFDS
