@@ -522,6 +522,33 @@ fn collectives_aligned() {
 }
 
 #[test]
+fn modular_offset_cursor() {
+    let program = |offset: &str| {
+        with(
+            HEADER,
+            &format!(
+                "table = np.load('t.npy')\nweights = tf.Variable(tf.random.normal([5, 1]))\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1 * hvd.size()))\ntrain_op = opt.minimize(tf.reduce_sum(weights))\nsess = tf.Session()\nfor step in range(max(1, 80 // hvd.size())):\n    offset = {offset}\n    batch = table[offset:(offset + 32), :]\n    sess.run(train_op, feed_dict={{x: batch}})\n"
+            ),
+        )
+    };
+    assert_table(
+        DATA_DIFFERS,
+        &[
+            (
+                "the same offsets on every worker",
+                Verdict::Unknown,
+                &program("(step * 32) % (table.shape[0] - 32)"),
+            ),
+            (
+                "offsets strided from the rank",
+                Verdict::Proven,
+                &program("((step * hvd.size() + hvd.rank()) * 32) % (table.shape[0] - 32)"),
+            ),
+        ],
+    );
+}
+
+#[test]
 fn schedule_step_count_passed_whole() {
     let schedule = "TOTAL = 1000\nschedule = tf.keras.optimizers.schedules.CosineDecay(0.1 * hvd.size(), max(1, TOTAL // hvd.size()))\nds = tf.data.Dataset.range(100).apply(equal_shard)\n";
     let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";

@@ -90,6 +90,17 @@ impl Invariant for DataDiffers {
         let Some(divided) = facts.divisions.first() else {
             return Vec::new();
         };
+        if let Some(offset) = rank_strided_offset(program) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Proven,
+                offset.clone(),
+                format!(
+                    "each worker's cursor (line {}) counts the job's steps from its own rank",
+                    program.line(offset.start)
+                ),
+            )];
+        }
         let fixed_seed = calls
             .iter()
             .find(|call| is_seeding(program, call) && !seeds_by_rank(program, call));
@@ -175,7 +186,12 @@ fn deterministic_cursor(program: &Program) -> Option<std::ops::Range<usize>> {
                 let Expr::Subscript(subscript) = expr else {
                     return;
                 };
-                let Expr::Slice(slice) = subscript.slice.as_ref() else {
+                // `x[a:b]`, or the first axis of `x[a:b, :]`.
+                let first_axis = match subscript.slice.as_ref() {
+                    Expr::Tuple(axes) => axes.elts.first(),
+                    other => Some(other),
+                };
+                let Some(Expr::Slice(slice)) = first_axis else {
                     return;
                 };
                 let Some(Expr::Name(lower)) = slice.lower.as_deref() else {
@@ -197,6 +213,31 @@ fn deterministic_cursor(program: &Program) -> Option<std::ops::Range<usize>> {
 
 /// `(step * batch_size) % (n - batch_size)`: arithmetic with a remainder,
 /// no call and no rank in it.
+/// `offset = ((step * hvd.size() + hvd.rank()) * batch) % n`: a modular
+/// cursor whose step is strided by the worker count from the rank.
+fn rank_strided_offset(program: &Program) -> Option<std::ops::Range<usize>> {
+    program.module.scopes.iter().find_map(|scope| {
+        scope.facts.assignments.iter().find_map(|assignment| {
+            let Expr::BinOp(operation) = assignment.value else {
+                return None;
+            };
+            let mut strided = false;
+            walk_expression(&operation.left, &mut |inner| {
+                if let Expr::BinOp(sum) = inner
+                    && sum.op == Operator::Add
+                    && program.calls_horovod_function(scope, &sum.right, "rank")
+                    && let Expr::BinOp(product) = sum.left.as_ref()
+                    && product.op == Operator::Mult
+                    && program.calls_horovod_function(scope, &product.right, "size")
+                {
+                    strided = true;
+                }
+            });
+            (operation.op == Operator::Mod && strided).then(|| span(assignment.value))
+        })
+    })
+}
+
 fn is_step_offset(
     program: &Program,
     scope: &crate::analysis::training::Scope,

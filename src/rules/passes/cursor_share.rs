@@ -5,6 +5,11 @@
 //! every N-th from its rank, cut to the same count on every worker (equal
 //! counts keep the workers' gradient allreduces paired). Cutting the range
 //! short instead would give every worker the same first batches.
+//!
+//! A modular offset computed from the step in a divided loop
+//! (`offset = (step * batch) % (n - batch)`) counts the job's steps instead
+//! of the worker's: `(step * hvd.size() + hvd.rank())`, so that the workers
+//! together walk the offsets the single process walked, each its own.
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
@@ -55,6 +60,41 @@ pub fn share_by_rank(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, for_loo
     let iterable = span(for_loop.iter.as_ref());
     rewrite.edit(Edit::insertion(iterable.start, format!("{helper}(")));
     rewrite.edit(Edit::insertion(iterable.end, ")"));
+}
+
+/// In a divided `for` loop, makes each modular offset computed from the
+/// loop's counter count the job's steps, from this worker's rank.
+pub fn offset_by_rank(rewrite: &mut ModuleRewrite, for_loop: &ast::StmtFor) {
+    let counters = target_names(&for_loop.target);
+    let mut occurrences = Vec::new();
+    crate::analysis::walk::for_each_statement(&for_loop.body, false, &mut |statement| {
+        let Stmt::Assign(assign) = statement else {
+            return;
+        };
+        let Expr::BinOp(modulo) = assign.value.as_ref() else {
+            return;
+        };
+        let mut calls = false;
+        walk_expression(&assign.value, &mut |inner| {
+            calls |= matches!(inner, Expr::Call(_))
+        });
+        if modulo.op != ast::Operator::Mod || calls {
+            return;
+        }
+        walk_expression(&modulo.left, &mut |inner| {
+            if let Expr::Name(name) = inner
+                && counters.contains(&name.id.as_str())
+            {
+                occurrences.push(span(inner));
+            }
+        });
+    });
+    let (size, rank) = (rewrite.horovod_call("size"), rewrite.horovod_call("rank"));
+    for occurrence in occurrences {
+        let counter = rewrite.text[occurrence.clone()].to_string();
+        let job_step = format!("({counter} * {size} + {rank})");
+        rewrite.edit(Edit::replacement(occurrence, job_step));
+    }
 }
 
 /// `range(a, b, s)`.

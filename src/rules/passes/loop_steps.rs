@@ -103,6 +103,7 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
             return WorkSplit::NotSplit;
         }
         divide_range(rewrite, loop_statement, bound);
+        super::cursor_share::offset_by_rank(rewrite, for_loop);
         return WorkSplit::Divided;
     }
     if let Some(count) = take_count(iterable) {
@@ -532,7 +533,18 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     {
         return false;
     }
-    let counters: HashSet<&str> = target_names(&for_loop.target).into_iter().collect();
+    let mut counters: HashSet<&str> = target_names(&for_loop.target).into_iter().collect();
+    // Names computed from a counter in the body (`offset = (step * batch)
+    // % n`) move with it: slicing by them draws a new batch each step.
+    for_each_statement(&for_loop.body, false, &mut |stmt| {
+        if let Stmt::Assign(assign) = stmt
+            && mentions_any(&assign.value, &counters)
+        {
+            for target in &assign.targets {
+                counters.extend(target_names(target));
+            }
+        }
+    });
     let mut draws = false;
     for_each_statement(&for_loop.body, false, &mut |stmt| {
         draws |= matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_));
@@ -543,14 +555,17 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     !draws
 }
 
+/// Whether `expr` reads one of `names`.
+fn mentions_any(expr: &Expr, names: &HashSet<&str>) -> bool {
+    let mut found = false;
+    walk_expression(expr, &mut |inner| {
+        found |= matches!(inner, Expr::Name(name) if names.contains(name.id.as_str()));
+    });
+    found
+}
+
 fn draws_data(expr: &Expr, counters: &HashSet<&str>) -> bool {
-    let mentions_counter = |expr: &Expr| {
-        let mut found = false;
-        walk_expression(expr, &mut |inner| {
-            found |= matches!(inner, Expr::Name(name) if counters.contains(name.id.as_str()));
-        });
-        found
-    };
+    let mentions_counter = |expr: &Expr| mentions_any(expr, counters);
     match expr {
         Expr::Subscript(subscript) => mentions_counter(&subscript.slice),
         Expr::Call(call) => {
