@@ -99,9 +99,19 @@ pub struct ModuleRewrite<'a> {
     /// rewriting, to be impossible to make whole. The module then gets no
     /// edits at all.
     pub refusals: Vec<Diagnostic>,
-    /// Generated helper functions defined so far, by the first of their
-    /// candidate names: each is defined once per module.
-    helpers: HashMap<&'static str, String>,
+    /// Generated helper functions asked for so far, by the first of their
+    /// candidate names: each is defined once per module, before the
+    /// earliest top-level statement that uses it, when the rewrite finishes.
+    helpers: HashMap<&'static str, PendingHelper>,
+}
+
+/// A generated helper function: its name, its definition, the earliest
+/// top-level statement that uses it, and the pass it belongs to.
+struct PendingHelper {
+    name: String,
+    lines: Vec<String>,
+    before: Range<usize>,
+    owner: Code,
 }
 
 impl<'a> std::ops::Deref for ModuleRewrite<'a> {
@@ -198,20 +208,16 @@ impl<'a> ModuleRewrite<'a> {
         self.sink.edit(edit);
     }
 
-    /// The name of a generated helper function, defined the first time it
-    /// is asked for, right before the top-level statement that holds
-    /// `site` (after the imports and `hvd.init()`, which come before any
-    /// training). `lines` gives its definition under a fresh name.
+    /// The name of a generated helper function, defined once, right
+    /// before the earliest top-level statement that holds a `site` it was
+    /// asked for at (after the imports and `hvd.init()`, which come before
+    /// any training). `lines` gives its definition under a fresh name.
     pub fn helper(
         &mut self,
         candidates: &[&'static str],
         site: usize,
         lines: impl FnOnce(&str, &Self) -> Vec<String>,
     ) -> String {
-        if let Some(name) = self.helpers.get(candidates[0]) {
-            return name.clone();
-        }
-        let name = self.fresh(candidates);
         let top_level = self
             .module
             .module
@@ -220,19 +226,47 @@ impl<'a> ModuleRewrite<'a> {
             .map(span)
             .find(|statement| statement.contains(&site))
             .unwrap_or(site..site);
-        // Two blank lines around a top-level function, as PEP 8 has them.
-        let before = self.text[..top_level.start].trim_end_matches([' ', '\t']);
-        let blank_lines = before.len() - before.trim_end_matches('\n').len();
-        let missing = match before.trim().is_empty() {
-            true => 0,
-            false => 3usize.saturating_sub(blank_lines),
-        };
-        let mut definition = vec![String::new(); missing];
-        definition.extend(lines(&name, self));
-        definition.extend([String::new(), String::new()]);
-        self.insert_before_statement(&top_level, &definition);
-        self.helpers.insert(candidates[0], name.clone());
+        if let Some(pending) = self.helpers.get_mut(candidates[0]) {
+            if top_level.start < pending.before.start {
+                pending.before = top_level;
+            }
+            return pending.name.clone();
+        }
+        let name = self.fresh(candidates);
+        let definition = lines(&name, self);
+        let owner = self.sink.owner;
+        self.helpers.insert(
+            candidates[0],
+            PendingHelper {
+                name: name.clone(),
+                lines: definition,
+                before: top_level,
+                owner,
+            },
+        );
         name
+    }
+
+    /// Defines the helpers asked for, each before its earliest use, with
+    /// two blank lines around it as PEP 8 has them.
+    fn define_helpers(&mut self) {
+        let mut helpers: Vec<PendingHelper> =
+            self.helpers.drain().map(|(_, helper)| helper).collect();
+        helpers.sort_by(|a, b| a.name.cmp(&b.name));
+        for helper in helpers {
+            let before = self.text[..helper.before.start].trim_end_matches([' ', '\t']);
+            let newlines = before.len() - before.trim_end_matches('\n').len();
+            let missing = match before.trim().is_empty() {
+                true => 0,
+                false => 3usize.saturating_sub(newlines),
+            };
+            let mut definition = vec![String::new(); missing];
+            definition.extend(helper.lines);
+            definition.extend([String::new(), String::new()]);
+            self.run_pass(helper.owner, |rewrite| {
+                rewrite.insert_before_statement(&helper.before, &definition)
+            });
+        }
     }
 
     /// Puts consecutive statements of one block under a single `if hvd.rank() == 0:`.
@@ -301,7 +335,8 @@ impl<'a> ModuleRewrite<'a> {
     /// it (the first one of that code, or the module's `SINGLE_GPU_TRAINING`
     /// diagnostic, which `owner` describes). The imports come first among
     /// edits at the same offset (before the init block).
-    pub fn finish(self, owner: Diagnostic) -> Vec<Diagnostic> {
+    pub fn finish(mut self, owner: Diagnostic) -> Vec<Diagnostic> {
+        self.define_helpers();
         let ModuleRewrite {
             context,
             sink,
