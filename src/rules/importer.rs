@@ -59,6 +59,9 @@ struct PendingImport {
 #[derive(Debug, Clone, Default)]
 pub struct Importer {
     pending: Vec<PendingImport>,
+    /// The module binds tensorflow only below the generated imports, which
+    /// import it again where they go.
+    pub early_tensorflow: bool,
 }
 
 impl Importer {
@@ -90,6 +93,32 @@ impl Importer {
     /// `import tensorflow as tf` may be reused at the top.
     pub fn bind_tensorflow(&mut self, module: &ModuleAnalysis, names: &mut Names) -> String {
         if let Some(name) = module.module.bindings.name_for("tensorflow") {
+            // Bound only below where generated imports and `hvd.init()` go
+            // (a `from tensorflow... import` comes first, then code, then
+            // `import tensorflow as tf`): generated code there needs its own
+            // import of the same name.
+            let anchor = module
+                .module
+                .body
+                .iter()
+                .find(|stmt| imports_tensorflow(stmt));
+            let bound_late = module.module.bindings.get(name).is_some_and(|binding| {
+                anchor.is_some_and(|anchor| binding.statement.start > span(anchor).end)
+            });
+            if bound_late && matches!(name, "tf" | "tensorflow") {
+                let statement = match name {
+                    "tensorflow" => String::from("import tensorflow"),
+                    _ => format!("import tensorflow as {name}"),
+                };
+                self.pending.insert(
+                    0,
+                    PendingImport {
+                        statement,
+                        name: name.to_string(),
+                    },
+                );
+                self.early_tensorflow = true;
+            }
             return name.to_string();
         }
         let means_tensorflow = |scope: &Scope| {

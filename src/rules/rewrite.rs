@@ -191,6 +191,19 @@ impl<'a> ModuleRewrite<'a> {
         self.names.fresh(candidates)
     }
 
+    /// Whether generated code at `offset` (at the top level) can use the
+    /// module's tensorflow name: it is bound above, or the generated
+    /// imports bind it again where they go.
+    pub fn tensorflow_bound_at(&self, offset: usize) -> bool {
+        self.importer.early_tensorflow
+            || self
+                .module
+                .module
+                .bindings
+                .get(&self.tf)
+                .is_none_or(|binding| binding.statement.start < offset)
+    }
+
     /// Whether a statement starts its line and no other statement follows on its last line.
     pub fn owns_its_lines(&self, range: &Range<usize>) -> bool {
         edit_builders::owns_its_lines(self.text, range)

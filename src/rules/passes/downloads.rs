@@ -58,7 +58,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             // TensorFlow import the barrier needs, cannot wait for rank 0.
             let at_import = scope.function.is_none()
                 && (span(statement).start < initialised_at
-                    || tensorflow_bound_after(rewrite, span(statement).start));
+                    || !rewrite.tensorflow_bound_at(span(statement).start));
             if at_import {
                 continue;
             }
@@ -112,16 +112,6 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             }
         }
     }
-}
-
-/// Whether the module's TensorFlow name is imported only after `offset`.
-fn tensorflow_bound_after(rewrite: &ModuleRewrite, offset: usize) -> bool {
-    rewrite
-        .module
-        .module
-        .bindings
-        .get(&rewrite.tf)
-        .is_some_and(|binding| binding.statement.start > offset)
 }
 
 /// A statement whose value is a call that downloads into shared storage.
