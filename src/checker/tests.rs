@@ -161,6 +161,14 @@ fn gradients_averaged() {
                 ),
             ),
             (
+                "tf.gradients not allreduced, beside a barrier's allreduce",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "hvd.allreduce(tf.constant(0), name='save_barrier')\nx = tf.Variable(1.0)\nloss = x * x\ngrads = tf.gradients(loss, [x])\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain = opt.apply_gradients(zip(grads, [x]))\n",
+                ),
+            ),
+            (
                 "chained minimize",
                 Verdict::Violated,
                 &with(

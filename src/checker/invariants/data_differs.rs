@@ -45,7 +45,22 @@ impl Invariant for DataDiffers {
         let per_rank_seed = calls
             .iter()
             .find(|call| is_seeding(program, call) && seeds_by_rank(program, call));
-        if let (Some(seed), Some(split)) = (per_rank_seed, seeded_split(calls)) {
+        // A seed at the top level after the split draws no part of it (a
+        // seed in a function may run before it: it counts).
+        let before = |seed: &ScopedCall, split: &ScopedCall| {
+            seeds_generator_of(seed, split)
+                && (seed.scope_index != 0 || seed.range().start < split.range().start)
+        };
+        let split = seeded_split(calls);
+        let per_rank_before_split = split.and_then(|split| {
+            calls
+                .iter()
+                .find(|call| {
+                    is_seeding(program, call) && seeds_by_rank(program, call) && before(call, split)
+                })
+                .map(|seed| (seed, split))
+        });
+        if let Some((seed, split)) = per_rank_before_split {
             return vec![Decision::new(
                 DATA_DIFFERS,
                 Verdict::Unknown,
@@ -58,8 +73,14 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("give the split its own fixed seed (`random_state=...`) or make it before the per-rank seed")];
         }
-        let seeded_anywhere = calls.iter().any(|call| is_seeding(program, call));
-        if !seeded_anywhere && let Some(split) = sliced_split(calls) {
+        let seeded_before = |split: &ScopedCall| {
+            calls
+                .iter()
+                .any(|call| is_seeding(program, call) && before(call, split))
+        };
+        if let Some(split) = sliced_split(calls)
+            && !seeded_before(split)
+        {
             return vec![Decision::new(
                 DATA_DIFFERS,
                 Verdict::Unknown,
@@ -380,6 +401,24 @@ fn sliced_later(call: &ScopedCall, list: &Expr) -> bool {
             sliced
         }
     })
+}
+
+/// Whether a seeding call seeds the generator a split draws from: NumPy's
+/// for NumPy draws and scikit-learn's split, Python's for `random`;
+/// TensorFlow's seeds neither; any other (Keras' `set_random_seed` seeds
+/// them all) is taken to.
+fn seeds_generator_of(seed: &ScopedCall, split: &ScopedCall) -> bool {
+    let seeder = seed.callee.as_deref().unwrap_or_default();
+    let drawer = split.callee.as_deref().unwrap_or_default();
+    let numpy_split = drawer.starts_with("numpy.random.") || drawer.ends_with("train_test_split");
+    match seeder {
+        "numpy.random.seed" => numpy_split,
+        "random.seed" => drawer.starts_with("random."),
+        "tensorflow.random.set_seed"
+        | "tensorflow.set_random_seed"
+        | "tensorflow.random.set_random_seed" => false,
+        _ => true,
+    }
 }
 
 /// A seed computed from `hvd.rank()`.

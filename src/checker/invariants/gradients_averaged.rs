@@ -391,7 +391,15 @@ fn bypassing_gradients(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
     let (Some(gradients), true) = (gradients, applies) else {
         return Vec::new();
     };
-    let allreduced = calls.iter().any(|call| {
+    // A barrier allreduces a constant (`hvd.allreduce(tf.constant(0))`):
+    // it averages no gradient.
+    let averages_a_value = |call: &&ScopedCall| match call.site.call.args.first() {
+        Some(Expr::Constant(_)) | None => false,
+        Some(Expr::Call(inner)) => !matches!(inner.func.as_ref(),
+            Expr::Attribute(attribute) if attribute.attr.as_str() == "constant"),
+        Some(_) => true,
+    };
+    let allreduced = calls.iter().filter(averages_a_value).any(|call| {
         matches!(
             call.horovod_function(),
             Some("allreduce" | "grouped_allreduce")

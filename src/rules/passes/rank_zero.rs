@@ -292,13 +292,33 @@ fn barrier_before_reading_back(
     if !reads_back || rewrite.text[group_end..].contains("save_barrier") {
         return;
     }
-    let Some(barrier) = rewrite.plugin.save_barrier(&rewrite.context, save) else {
-        return;
+    // The saving session's own barrier, else one that needs no session.
+    let mut lines = match rewrite.plugin.save_barrier(&rewrite.context, save) {
+        Some(barrier) => vec![barrier],
+        None => match rewrite
+            .plugin
+            .download_barrier(&rewrite.context, "save_barrier")
+        {
+            Some(lines) => lines,
+            None => return,
+        },
     };
+    if let Some(last) = lines.last_mut() {
+        last.push_str("  # rank 0 has written it before anyone reads it back");
+    }
     let last = group.last().map_or(0..0, |last| span(*last));
     let first = group.first().map_or(0..0, |first| span(*first));
-    let line = format!("{barrier}  # rank 0 has written it before anyone reads it back");
-    rewrite.insert_after_statement(&(first.start..last.end), &[line]);
+    // Inside a block (`if not os.path.exists(path):`), a rank may skip the
+    // block and never meet the others: the barrier goes after the scope's
+    // statement that holds it, which every rank runs.
+    let place = scope
+        .body
+        .iter()
+        .filter(|statement| matches!(statement, Stmt::If(_)))
+        .map(span)
+        .find(|statement| statement.start <= first.start && last.end <= statement.end)
+        .unwrap_or(first.start..last.end);
+    rewrite.insert_after_statement(&place, &lines);
 }
 
 /// A call that reads a file or checkpoint (`open(p)` reads; `open(p, "w")` does not).

@@ -8,7 +8,7 @@
 //! Output: the seed edits with DST116, or DST117 where the seed runs before
 //! `hvd.init()` and cannot ask for the rank.
 
-use rustpython_parser::ast::{self, Expr};
+use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::walk::keyword;
 use crate::diagnostics::{Code, Diagnostic, Severity};
@@ -52,9 +52,122 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 report_before_init(rewrite, site.call);
                 continue;
             }
+            if runs_at_import && let Some(split) = split_drawn_after(rewrite, scope, site.call) {
+                if !reseeded_after(rewrite, scope, site.call, &split) {
+                    reseed_after_split(rewrite, site, seed, split);
+                }
+                continue;
+            }
             make_per_rank(rewrite, site.call, seed);
         }
     }
+}
+
+/// The last top-level statement, after the seeding call and before the
+/// first training, that draws from the generator it seeds outside any loop
+/// (`np.random.choice` of training rows, `train_test_split` with no
+/// `random_state`): a split, which must be the same on every worker.
+fn split_drawn_after(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    seeding: &ast::ExprCall,
+) -> Option<std::ops::Range<usize>> {
+    let seeder = rewrite.callee(scope, &seeding.func)?;
+    let generator = seeder.strip_suffix(".seed")?;
+    if !matches!(generator, "numpy.random" | "random") {
+        return None;
+    }
+    // Training runs in a loop: draws after the first top-level loop are
+    // the training's own (or an evaluation's).
+    let seeded_at = span(seeding).end;
+    let first_training = rewrite
+        .module
+        .module
+        .body
+        .iter()
+        .filter(|statement| span(*statement).start > seeded_at)
+        .filter(|statement| {
+            !matches!(
+                statement,
+                Stmt::FunctionDef(_) | Stmt::AsyncFunctionDef(_) | Stmt::ClassDef(_)
+            )
+        })
+        .find(|statement| {
+            let mut loops = false;
+            crate::analysis::walk::for_each_statement(
+                std::slice::from_ref(*statement),
+                false,
+                &mut |inner| {
+                    loops |= matches!(inner, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_));
+                },
+            );
+            loops
+        })
+        .map(|statement| span(statement).start)?;
+    scope
+        .facts
+        .calls
+        .iter()
+        .filter(|site| site.enclosing_loops.is_empty())
+        .filter(|site| (seeded_at..first_training).contains(&span(site.statement).start))
+        .filter(|site| {
+            let callee = rewrite.callee(scope, &site.call.func).unwrap_or_default();
+            let draws = callee
+                .strip_prefix(generator)
+                .is_some_and(|function| function.starts_with('.') && function != ".seed");
+            let splits = callee.ends_with("train_test_split")
+                && keyword(site.call, "random_state").is_none();
+            draws || (generator == "numpy.random" && splits)
+        })
+        .map(|site| span(site.statement))
+        .max_by_key(|statement| statement.start)
+}
+
+/// Whether the same generator is seeded by rank after the split already
+/// (a rewrite run again).
+fn reseeded_after(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    seeding: &ast::ExprCall,
+    split: &std::ops::Range<usize>,
+) -> bool {
+    let seeder = rewrite.callee(scope, &seeding.func);
+    scope.facts.calls.iter().any(|site| {
+        span(site.call).start > split.end
+            && rewrite.callee(scope, &site.call.func) == seeder
+            && site
+                .call
+                .args
+                .iter()
+                .any(|argument| rewrite.calls_horovod(argument, "rank"))
+    })
+}
+
+/// Keeps the seed that draws the split, and seeds the generator again per
+/// rank right after it: the split is the same on every worker, the batches
+/// each draws afterwards differ.
+fn reseed_after_split(
+    rewrite: &mut ModuleRewrite,
+    site: &crate::analysis::index::CallSite,
+    seed: &Expr,
+    split: std::ops::Range<usize>,
+) {
+    let call = site.call;
+    let seed_text = rewrite.expression_text(seed);
+    let rank = rewrite.horovod_call("rank");
+    let call_text = rewrite.source(span(call));
+    let seed_in_call = span(seed).start - span(call).start..span(seed).end - span(call).start;
+    let reseed = format!(
+        "{}{seed_text} + {rank}{}",
+        &call_text[..seed_in_call.start],
+        &call_text[seed_in_call.end..]
+    );
+    let split_line = rewrite.text[..split.start].matches('\n').count() + 1;
+    let message = format!(
+        "the fixed seed `{seed_text}` also draws, at line {split_line} before training, what every worker must share (the data, or its train/test split): it is kept, and `{reseed}` after that makes the batches each worker draws differ; the initial weights, which may differ, are made equal by the broadcast"
+    );
+    rewrite.insert_after_statement(&split, &[reseed]);
+    rewrite.diagnose(Diagnostic::new(SEED_MADE_PER_RANK, span(call), message));
 }
 
 /// The seed a call sets: the first argument of a seeding function, or the

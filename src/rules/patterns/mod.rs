@@ -160,6 +160,12 @@ pub fn tf2_device_pinning(context: &RewriteContext, names: &mut Names) -> Vec<St
 /// Graph mode: the barrier runs in the session that saved (the session is
 /// the first argument of `saver.save(sess, path)`).
 pub fn session_save_barrier(context: &RewriteContext, save: &ast::ExprCall) -> Option<String> {
+    // Only a saver's `save(sess, ...)` takes a session first (`open(path,
+    // "w")` takes a path).
+    if !matches!(save.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "save")
+    {
+        return None;
+    }
     match save.args.first() {
         Some(Expr::Name(session)) => Some(format!(
             "{}.run({}.allreduce({}.constant(0), name=\"save_barrier\"))",
