@@ -68,6 +68,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    keras_table_written_if_missing,
     keras_tensorflow_imported_late,
     tf1_modular_offset_cursor,
     tf1_last_step_save,
