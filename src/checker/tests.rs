@@ -557,6 +557,37 @@ fn modular_offset_cursor() {
 }
 
 #[test]
+fn shard_of_a_shuffled_stream() {
+    let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";
+    let train = "opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))\nfor x in ds:\n    opt.minimize(lambda: x, [])\n";
+    let program = |pipeline: &str| with(HEADER, &format!("{helper}{pipeline}{train}"));
+    assert_table(
+        DATA_DIFFERS,
+        &[
+            (
+                "zip of streams each worker shuffles its own way, then sharded",
+                Verdict::Unknown,
+                &program(
+                    "a = tf.data.Dataset.range(100).shuffle(100)\nb = tf.data.Dataset.range(100).shuffle(100)\nds = tf.data.Dataset.zip((a, b)).apply(equal_shard)\n",
+                ),
+            ),
+            (
+                "zip of streams shuffled with one shared seed, then sharded",
+                Verdict::Proven,
+                &program(
+                    "a = tf.data.Dataset.range(100).shuffle(100, seed=3)\nb = tf.data.Dataset.range(100).shuffle(100, seed=3)\nds = tf.data.Dataset.zip((a, b)).apply(equal_shard)\n",
+                ),
+            ),
+            (
+                "sharded at the source, shuffled after",
+                Verdict::Proven,
+                &program("ds = tf.data.Dataset.range(100).apply(equal_shard).shuffle(100)\n"),
+            ),
+        ],
+    );
+}
+
+#[test]
 fn schedule_step_count_passed_whole() {
     let schedule = "TOTAL = 1000\nschedule = tf.keras.optimizers.schedules.CosineDecay(0.1 * hvd.size(), max(1, TOTAL // hvd.size()))\nds = tf.data.Dataset.range(100).apply(equal_shard)\n";
     let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";

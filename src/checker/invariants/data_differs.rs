@@ -92,6 +92,15 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("give the split a fixed seed (`np.random.seed(...)` before it, or `random_state=...`) so that every worker holds out the same rows")];
         }
+        if let Some(shuffled) = shard_of_shuffled_stream(program) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                shuffled.clone(),
+                format!("the shard at line {} takes every N-th element of a stream shuffled before it with no fixed seed: each worker shuffles its own order, so the shards overlap and some data is never seen", program.line(shuffled.start)),
+            )
+            .with_suggestion("shard right after the source, before any `shuffle`, or give that shuffle a seed every worker shares")];
+        }
         if let Some(shard) = facts.shards.first() {
             return vec![Decision::new(
                 DATA_DIFFERS,
@@ -401,6 +410,64 @@ fn sliced_later(call: &ScopedCall, list: &Expr) -> bool {
             sliced
         }
     })
+}
+
+/// A shard (plain, or an equal-shard helper applied) of a stream that an
+/// unseeded or per-rank-seeded `shuffle` reorders before it: in its own
+/// chain, or in the chains last assigned to the names it starts from
+/// (`tf.data.Dataset.zip((a, b))` of shuffled `a` and `b`).
+fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>> {
+    let helpers = super::facts::equal_shard_helpers(program);
+    let shuffles_per_worker =
+        |call: &rustpython_parser::ast::ExprCall, scope: &crate::analysis::training::Scope| {
+            let seed = crate::analysis::walk::keyword(call, "seed")
+                .map(|keyword| &keyword.value)
+                .or(call.args.get(1));
+            matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "shuffle")
+                && seed.is_none_or(|seed| {
+                    matches!(seed, Expr::Constant(constant) if constant.value.is_none())
+                        || program.calls_horovod_function(scope, seed, "rank")
+                })
+        };
+    for call in program.calls() {
+        let plain = super::facts::is_shard_by_workers(program, call.scope, call.site.call);
+        if !(plain || super::facts::applies_helper(call.site.call, &helpers)) {
+            continue;
+        }
+        let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
+            continue;
+        };
+        // What flows into the shard, and the names it is built from.
+        let mut upstream: Vec<&Expr> = vec![attribute.value.as_ref()];
+        let mut names = Vec::new();
+        walk_expression(attribute.value.as_ref(), &mut |inner| {
+            if let Expr::Name(name) = inner {
+                names.push(name.id.to_string());
+            }
+        });
+        for scope in [call.scope, &program.module.scopes[0]] {
+            for assignment in &scope.facts.assignments {
+                if names.contains(&assignment.name)
+                    && span(assignment.statement).start < call.range().start
+                {
+                    upstream.push(assignment.value);
+                }
+            }
+        }
+        let shuffled = upstream.iter().any(|expr| {
+            let mut found = false;
+            walk_expression(expr, &mut |inner| {
+                if let Expr::Call(inner_call) = inner {
+                    found |= shuffles_per_worker(inner_call, call.scope);
+                }
+            });
+            found
+        });
+        if shuffled {
+            return Some(call.range());
+        }
+    }
+    None
 }
 
 /// Whether a seeding call seeds the generator a split draws from: NumPy's

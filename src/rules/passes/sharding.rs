@@ -26,6 +26,9 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
     let Some(source) = pipeline_source(rewrite, scope, dataset) else {
         return false;
     };
+    if shuffled_upstream(rewrite, scope, &source) {
+        return false;
+    }
     let helper = equal_shard_helper(rewrite, source.start);
     rewrite.edit(Edit::insertion(source.end, format!(".apply({helper})")));
     true
@@ -52,9 +55,52 @@ fn equal_shard_helper(rewrite: &mut ModuleRewrite, site: usize) -> String {
     )
 }
 
+/// Whether the source combines streams built from names that an unseeded
+/// `shuffle` reorders (`Dataset.zip((a, b))` of shuffled `a` and `b`): each
+/// worker would shuffle its own order, and shards of it would overlap.
+fn shuffled_upstream(rewrite: &ModuleRewrite, scope: &Scope, source: &Range<usize>) -> bool {
+    let top_level = &rewrite.module.scopes[0];
+    let Some(call) = [scope, top_level]
+        .iter()
+        .flat_map(|candidate| candidate.facts.calls.iter())
+        .find(|site| span(site.call) == *source)
+    else {
+        return false;
+    };
+    let mut names = Vec::new();
+    for argument in &call.call.args {
+        walk_expression(argument, &mut |inner| {
+            if let Expr::Name(name) = inner {
+                names.push(name.id.to_string());
+            }
+        });
+    }
+    [scope, top_level]
+        .iter()
+        .flat_map(|candidate| candidate.facts.assignments.iter())
+        .filter(|assignment| names.contains(&assignment.name))
+        .filter(|assignment| span(assignment.statement).start < source.start)
+        .any(|assignment| {
+            let mut shuffled = false;
+            walk_expression(assignment.value, &mut |inner| {
+                if let Expr::Call(inner_call) = inner
+                    && let Expr::Attribute(attribute) = inner_call.func.as_ref()
+                    && attribute.attr.as_str() == "shuffle"
+                {
+                    let seed = crate::analysis::walk::keyword(inner_call, "seed")
+                        .map(|keyword| &keyword.value)
+                        .or(inner_call.args.get(1));
+                    shuffled |= seed.is_none();
+                }
+            });
+            shuffled
+        })
+}
+
 /// Whether `dataset` is (or names) a tf.data pipeline whose source can be sharded.
 pub fn is_shardable(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
-    pipeline_source(rewrite, scope, dataset).is_some()
+    pipeline_source(rewrite, scope, dataset)
+        .is_some_and(|source| !shuffled_upstream(rewrite, scope, &source))
 }
 
 fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Option<Range<usize>> {
@@ -66,16 +112,25 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
     let pipeline: Option<&Expr> = match dataset {
         Expr::Name(name) => {
             let top_level = &rewrite.module.scopes[0];
+            let used_at = span(dataset).start;
             [scope, top_level].into_iter().find_map(|candidate| {
-                candidate
+                let sources: Vec<_> = candidate
                     .facts
                     .assignments
                     .iter()
                     .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
-                    .find(|assignment| {
+                    .filter(|assignment| {
                         assignment.name == name.id.as_str()
                             && dataset_source(rewrite, candidate, assignment.value).is_some()
                     })
+                    .collect();
+                // The pipeline the use reads: the last one built before it
+                // (a name rebuilt from another source, `ds = list_files(...)`
+                // then `ds = from_tensor_slices(loaded)`), else the first.
+                sources
+                    .iter()
+                    .rfind(|assignment| span(assignment.statement).start < used_at)
+                    .or(sources.first())
                     .map(|assignment| assignment.value)
             })
         }
