@@ -15,9 +15,11 @@ Y = tf.placeholder(tf.float32, [None, 1])
 hidden = tf.layers.dense(X, 16, activation=tf.nn.tanh, name="hidden")
 output = tf.layers.dense(hidden, 1, name="output")
 cost = tf.reduce_mean(tf.square(output - Y))
+# The output kernel: its gradient is never zero here (the bias's is, on
+# this symmetric table), so one plain step measures the rate.
 with tf.variable_scope("output", reuse=True):
-    bias = tf.get_variable("bias")
-bias_gradient = tf.gradients(cost, bias)[0]
+    kernel = tf.get_variable("kernel")
+kernel_gradient = tf.gradients(cost, kernel)[0]
 train = tf.train.GradientDescentOptimizer(learning_rate=0.1).minimize(cost)
 
 with tf.Session() as sess:
@@ -25,11 +27,12 @@ with tf.Session() as sess:
     steps = 0
     rate = None
     for step in range(120):
-        before, gradient = sess.run([bias, bias_gradient], feed_dict={X: x_table, Y: y_table})
+        before, gradient = sess.run([kernel, kernel_gradient], feed_dict={X: x_table, Y: y_table})
         _, value = sess.run([train, cost], feed_dict={X: x_table, Y: y_table})
         if rate is None:
-            # Plain gradient descent: the first step moved the bias by rate * gradient.
-            rate = float((before - sess.run(bias))[0] / gradient[0])
+            # Plain gradient descent: the first step moved the kernel by rate * gradient.
+            largest = int(np.argmax(np.abs(gradient)))
+            rate = float((before - sess.run(kernel)).ravel()[largest] / gradient.ravel()[largest])
         steps += 1
         if step % 40 == 0:
             print("step", step, "cost", value)
