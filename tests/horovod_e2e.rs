@@ -79,6 +79,7 @@ e2e_cases!(
     tf1_batch_cursor_over_arrays,
     tf1_initializer_run_default_session,
     keras_fit_zip_of_two_sources,
+    keras_fit_windowed_series,
     keras_gan_own_compile,
     tf1_full_batch_chained_minimize,
     keras_full_batch_arrays,

@@ -477,3 +477,17 @@ fn path_to_by_scanning<'a>(
 pub fn is_loop(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
 }
+
+/// The receiver a chain of method calls starts from (`ds` of `ds.a().b()`).
+pub fn chain_root(expr: &Expr) -> &Expr {
+    let mut root = expr;
+    loop {
+        match root {
+            Expr::Call(call) => match call.func.as_ref() {
+                Expr::Attribute(attribute) => root = &attribute.value,
+                _ => return root,
+            },
+            _ => return root,
+        }
+    }
+}

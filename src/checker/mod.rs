@@ -120,5 +120,4 @@ pub fn codes() -> Vec<Code> {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;

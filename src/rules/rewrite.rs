@@ -95,6 +95,10 @@ pub struct ModuleRewrite<'a> {
     /// block goes); `None` in modules whose code runs inside another
     /// module's loop. Code before it must not ask Horovod anything.
     pub horovod_initialised_at: Option<usize>,
+    /// The rewrite gave each worker its own examples by rank (a shard, or a
+    /// cursor that starts from the rank): seeds then decide only the noise
+    /// and the order within a worker's part.
+    pub data_split_by_rank: bool,
     /// Errors that refuse the module: a training loop found, while
     /// rewriting, to be impossible to make whole. The module then gets no
     /// edits at all.
@@ -169,6 +173,7 @@ impl<'a> ModuleRewrite<'a> {
             keyworded_empty_calls: HashSet::new(),
             learning_rates: LearningRateState::default(),
             horovod_initialised_at: None,
+            data_split_by_rank: false,
             refusals: Vec::new(),
             helpers: HashMap::new(),
         }

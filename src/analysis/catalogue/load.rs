@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::{
     Argument, Catalogue, Condition, ConditionTest, Effect, Entry, NameKind, NameRule, Origin,
-    ShardLevel,
+    ShardLevel, Shuffling,
 };
 
 /// Every `catalogue/*.yml`, embedded by the build script.
@@ -68,6 +68,7 @@ struct EntryText {
     saves_checkpoint: Option<bool>,
     restores_checkpoint: Option<bool>,
     summary_op: Option<bool>,
+    windows_series: Option<bool>,
     writes_summary: Option<bool>,
     hides_inner_optimizer: Option<bool>,
     counts_steps: Option<StepsText>,
@@ -146,6 +147,15 @@ struct DataSourceText {
     pipeline: bool,
     #[serde(default = "counted_by_default")]
     counted: bool,
+    shuffles: Option<ShufflingText>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ShufflingText {
+    flag: ArgumentText,
+    by_default: bool,
+    seed: ArgumentText,
 }
 
 fn counted_by_default() -> bool {
@@ -276,7 +286,7 @@ fn add_entries(
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
         if effects.is_empty() && text.returns.is_none() && !text.harmless {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, returns, or harmless: true)")));
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, windows-series, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, returns, or harmless: true)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -384,10 +394,19 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
             ShardLevelText::Examples => ShardLevel::Examples,
             ShardLevelText::Series => ShardLevel::Series,
         };
+        let shuffles = match &source.shuffles {
+            Some(text) => Some(Shuffling {
+                flag: argument(Some(&text.flag))?.ok_or("shuffles needs its flag argument")?,
+                by_default: text.by_default,
+                seed: argument(Some(&text.seed))?.ok_or("shuffles needs its seed argument")?,
+            }),
+            None => None,
+        };
         effects.push(Effect::DataSource {
             level,
             pipeline: source.pipeline,
             counted: source.counted,
+            shuffles,
         });
     }
     let flags = [
@@ -398,6 +417,7 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         (text.saves_checkpoint, Effect::SavesCheckpoint),
         (text.restores_checkpoint, Effect::RestoresCheckpoint),
         (text.summary_op, Effect::SummaryOp),
+        (text.windows_series, Effect::WindowsSeries),
         (text.writes_summary, Effect::WritesSummary),
         (text.hides_inner_optimizer, Effect::HidesInnerOptimizer),
     ];

@@ -107,6 +107,42 @@ impl Condition {
     }
 }
 
+/// A data source that shuffles what it yields: unless `flag` is passed as
+/// false (when absent or `None`, as `by_default` says), and in an order of
+/// its own in each process unless `seed` is passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shuffling {
+    pub flag: Argument,
+    pub by_default: bool,
+    pub seed: Argument,
+}
+
+impl Shuffling {
+    /// Whether the call draws an order of its own in each process, so that
+    /// shards of it taken by rank overlap.
+    pub fn per_process(&self, call: &ast::ExprCall) -> Certainty {
+        let shuffles = match self.flag.of(call) {
+            None => self.by_default,
+            Some(Expr::Constant(constant)) => match &constant.value {
+                Constant::None => self.by_default,
+                Constant::Bool(flag) => *flag,
+                _ => return Certainty::Unknown,
+            },
+            Some(_) => return Certainty::Unknown,
+        };
+        let seeded = match self.seed.of(call) {
+            None => false,
+            Some(Expr::Constant(constant)) => !constant.value.is_none(),
+            Some(_) => true,
+        };
+        if shuffles && !seeded {
+            Certainty::Holds
+        } else {
+            Certainty::Fails
+        }
+    }
+}
+
 /// At what level sharding a data source is correct.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardLevel {
@@ -169,12 +205,17 @@ pub enum Effect {
         /// the records of files, or a generator's items), so its shards
         /// can be cut to one count.
         counted: bool,
+        /// It shuffles what it yields (`list_files`, `image_dataset_from_directory`).
+        shuffles: Option<Shuffling>,
     },
     InitialisesVariables,
     SavesCheckpoint,
     RestoresCheckpoint,
     /// Builds a summary op of a TF1 graph (computed by every rank).
     SummaryOp,
+    /// Cuts a series into windows (`Dataset.window`): each window is one
+    /// example, and TensorFlow knows their count when it knows the series'.
+    WindowsSeries,
     WritesSummary,
     /// An optimizer wrapper that updates the variables through its inner
     /// optimizer's update ops, never its `apply_gradients` (tfa's SWA,
@@ -226,6 +267,7 @@ impl Effect {
             Effect::SavesCheckpoint => "saves a checkpoint",
             Effect::RestoresCheckpoint => "restores a checkpoint",
             Effect::SummaryOp => "builds a summary op",
+            Effect::WindowsSeries => "cuts a series into windows",
             Effect::WritesSummary => "writes a summary",
             Effect::HidesInnerOptimizer => "hides its inner optimizer",
             Effect::CountsSteps { .. } => "counts optimizer steps",

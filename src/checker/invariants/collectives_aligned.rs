@@ -185,7 +185,13 @@ fn uncounted_source(
         return None;
     };
     let receiver = span(attribute.value.as_ref());
-    let source = program.calls().iter().find(|call| call.range() == receiver);
+    let mut source = program.calls().iter().find(|call| call.range() == receiver);
+    // Windows of a series are counted when the series is: judge the series.
+    if let Some(windows) = source
+        && program.has_effect(windows, &Effect::WindowsSeries)
+    {
+        source = windowed_series(program, windows);
+    }
     // The callee, not the whole call: arguments may span lines.
     let shown = match attribute.value.as_ref() {
         Expr::Call(call) => format!("{}(...)", &program.text[span(call.func.as_ref())]),
@@ -207,6 +213,29 @@ fn uncounted_source(
         Some(_) => None,
         None => Some(format!("`{shown}`, whose count the checker cannot see")),
     }
+}
+
+/// The source call of the series a `.window(...)` call cuts: its receiver,
+/// or the value last assigned before it to the name it reads.
+fn windowed_series<'p>(
+    program: &'p Program,
+    windows: &crate::checker::program::ScopedCall,
+) -> Option<&'p crate::checker::program::ScopedCall<'p, 'p>> {
+    let Expr::Attribute(attribute) = windows.site.call.func.as_ref() else {
+        return None;
+    };
+    let series = match attribute.value.as_ref() {
+        Expr::Name(name) => windows
+            .scope
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| assignment.name == name.id.as_str())
+            .rfind(|assignment| span(assignment.statement).end <= windows.range().start)
+            .map(|assignment| span(assignment.value))?,
+        other => span(other),
+    };
+    program.calls().iter().find(|call| call.range() == series)
 }
 
 /// The methods called on a stream after `call`: the rest of its chain, and

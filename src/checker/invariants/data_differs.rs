@@ -92,6 +92,15 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("give the split a fixed seed (`np.random.seed(...)` before it, or `random_state=...`) so that every worker holds out the same rows")];
         }
+        if let Some((shard, windows)) = shard_before_windows(program) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Violated,
+                shard.clone(),
+                format!("the shard at line {} takes every N-th time step of a series that line {} cuts into windows after it: each worker's windows span N times the intended time", program.line(shard.start), program.line(windows.start)),
+            )
+            .with_suggestion("shard the windows, each one example, right after `.window(...)`")];
+        }
         if let Some(shuffled) = shard_of_shuffled_stream(program) {
             return vec![Decision::new(
                 DATA_DIFFERS,
@@ -416,6 +425,64 @@ fn sliced_later(call: &ScopedCall, list: &Expr) -> bool {
 /// unseeded or per-rank-seeded `shuffle` reorders before it: in its own
 /// chain, or in the chains last assigned to the names it starts from
 /// (`tf.data.Dataset.zip((a, b))` of shuffled `a` and `b`).
+/// A shard of a stream that a later call of the same scope cuts into windows
+/// (`ds = source.shard(...)`, then `ds = ds.window(...)`): the shard and the
+/// windowing call.
+fn shard_before_windows(
+    program: &Program,
+) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let helpers = super::facts::equal_shard_helpers(program);
+    let calls = program.calls();
+    let shards = calls.iter().filter(|call| {
+        super::facts::is_shard_by_workers(program, call.scope, call.site.call)
+            || super::facts::applies_helper(call.site.call, &helpers)
+    });
+    for shard in shards {
+        let assigned = match shard.site.statement {
+            Stmt::Assign(assign) => match assign.targets.as_slice() {
+                [Expr::Name(name)] => Some(name.id.as_str()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let windows = calls.iter().find(|call| {
+            let Expr::Attribute(attribute) = call.site.call.func.as_ref() else {
+                return false;
+            };
+            let receiver = span(attribute.value.as_ref());
+            let downstream = (receiver.start <= shard.range().start
+                && shard.range().end <= receiver.end)
+                || (std::ptr::eq(call.scope, shard.scope)
+                    && call.range().start >= span(shard.site.statement).end
+                    && matches!(super::facts::chain_root(&attribute.value), Expr::Name(root) if Some(root.id.as_str()) == assigned));
+            downstream
+                && program.has_effect(call, &crate::analysis::catalogue::Effect::WindowsSeries)
+        });
+        if let Some(windows) = windows {
+            return Some((shard.range(), windows.range()));
+        }
+    }
+    None
+}
+
+/// A catalogued source that shuffles in each process its own way
+/// (`list_files` with no `shuffle=False` and no seed).
+fn source_orders_per_process(program: &Program, call: &rustpython_parser::ast::ExprCall) -> bool {
+    let Some(scoped) = program
+        .calls()
+        .iter()
+        .find(|scoped| scoped.range() == span(call))
+    else {
+        return false;
+    };
+    program.known(scoped).entry().is_some_and(|entry| {
+        entry.effects.iter().any(|effect| {
+            matches!(effect, crate::analysis::catalogue::Effect::DataSource { shuffles: Some(shuffling), .. }
+                if shuffling.per_process(call) != crate::analysis::catalogue::Certainty::Fails)
+        })
+    })
+}
+
 fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>> {
     let helpers = super::facts::equal_shard_helpers(program);
     let shuffles_per_worker =
@@ -458,7 +525,8 @@ fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>>
             let mut found = false;
             walk_expression(expr, &mut |inner| {
                 if let Expr::Call(inner_call) = inner {
-                    found |= shuffles_per_worker(inner_call, call.scope);
+                    found |= shuffles_per_worker(inner_call, call.scope)
+                        || source_orders_per_process(program, inner_call);
                 }
             });
             found

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use rustpython_parser::ast::{self, Expr, Operator};
 
+pub use crate::analysis::walk::chain_root;
 use crate::analysis::walk::walk_statement_expressions;
 use crate::checker::Program;
 use crate::python::parse::span;
@@ -236,20 +237,6 @@ pub fn equal_shard_helpers<'p>(program: &Program<'p>) -> Vec<&'p str> {
 pub fn applies_helper(call: &ast::ExprCall, helpers: &[&str]) -> bool {
     matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply")
         && matches!(call.args.as_slice(), [Expr::Name(name)] if helpers.contains(&name.id.as_str()))
-}
-
-/// The receiver a chain of method calls starts from (`ds` of `ds.a().b()`).
-pub fn chain_root(expr: &Expr) -> &Expr {
-    let mut root = expr;
-    loop {
-        match root {
-            Expr::Call(call) => match call.func.as_ref() {
-                Expr::Attribute(attribute) => root = &attribute.value,
-                _ => return root,
-            },
-            _ => return root,
-        }
-    }
 }
 
 /// The methods of a chain of calls on a receiver, outermost last:

@@ -37,6 +37,7 @@ pub fn is_batch_cursor(for_loop: &ast::StmtFor) -> bool {
 
 /// Makes the loop walk this worker's share of its positions.
 pub fn share_by_rank(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, for_loop: &ast::StmtFor) {
+    rewrite.data_split_by_rank = true;
     let helper = rewrite.helper(
         &["rank_share", "horovod_rank_share"],
         span(loop_statement).start,
@@ -65,6 +66,7 @@ pub fn share_by_rank(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, for_loo
 /// In a divided `for` loop, makes each modular offset computed from the
 /// loop's counter count the job's steps, from this worker's rank.
 pub fn offset_by_rank(rewrite: &mut ModuleRewrite, for_loop: &ast::StmtFor) {
+    rewrite.data_split_by_rank = true;
     let counters = target_names(&for_loop.target);
     let mut occurrences = Vec::new();
     crate::analysis::walk::for_each_statement(&for_loop.body, false, &mut |statement| {

@@ -35,6 +35,7 @@ pub fn codes() -> Vec<Code> {
         read_barrier::CODES,
         schedule_steps::CODES,
         seeds::CODES,
+        sharding::CODES,
         strategies::CODES,
     ]
     .concat()

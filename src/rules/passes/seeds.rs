@@ -58,9 +58,36 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 }
                 continue;
             }
+            if shuffle_order_cut_later(scope, site) {
+                continue;
+            }
             make_per_rank(rewrite, site.call, seed);
         }
     }
+}
+
+/// `ds = ds.shuffle(n, seed=3)` and later `train = ds.take(k)`, `val =
+/// ds.skip(k)`: the seeded order draws a split of the stream, which must be
+/// the same on every worker, so the seed is kept.
+fn shuffle_order_cut_later(
+    scope: &crate::analysis::training::Scope,
+    site: &crate::analysis::index::CallSite,
+) -> bool {
+    let is_shuffle = matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "shuffle");
+    let Stmt::Assign(assign) = site.statement else {
+        return false;
+    };
+    let [Expr::Name(name)] = assign.targets.as_slice() else {
+        return false;
+    };
+    is_shuffle
+        && scope.facts.calls.iter().any(|later| {
+            span(later.statement).start > span(site.statement).start
+                && matches!(later.statement, Stmt::Assign(_))
+                && matches!(later.call.func.as_ref(), Expr::Attribute(attribute)
+                    if matches!(attribute.attr.as_str(), "take" | "skip")
+                        && matches!(crate::analysis::walk::chain_root(&attribute.value), Expr::Name(root) if root.id == name.id))
+        })
 }
 
 /// The last top-level statement, after the seeding call and before the
@@ -208,8 +235,13 @@ fn make_per_rank(rewrite: &mut ModuleRewrite, call: &ast::ExprCall, seed: &Expr)
     let seed_text = rewrite.expression_text(seed);
     let rank = rewrite.horovod_call("rank");
     let replacement = format!("{seed_text} + {rank}");
+    let draws = if rewrite.data_split_by_rank {
+        "each worker now draws its own noise and order within its part of the data (which examples it reads is set by rank where the data is split)"
+    } else {
+        "with one seed every worker would draw the same random numbers (shuffle order, noise); data read in a fixed order is not made to differ by it"
+    };
     let message = format!(
-        "the fixed seed `{seed_text}` is now `{replacement}`: with one seed every worker would draw the same data order and noise; the initial weights, which now differ, are made equal by the broadcast"
+        "the fixed seed `{seed_text}` is now `{replacement}`: {draws}; the initial weights, which now differ, are made equal by the broadcast"
     );
     let edit = Edit::replacement(span(seed), replacement);
     rewrite.edit(edit);

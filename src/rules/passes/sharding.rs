@@ -13,12 +13,22 @@ use std::ops::Range;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use crate::analysis::catalogue::Effect;
+use crate::analysis::catalogue::{Certainty, Effect};
 use crate::analysis::training::Scope;
-use crate::analysis::walk::walk_expression;
+use crate::analysis::walk::{chain_root, walk_expression};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
+
+pub const SOURCE_ORDER_TURNED_OFF: Code = Code::new(
+    "DST131",
+    "source-order-turned-off",
+    Severity::Info,
+    "A data source that shuffles in each process its own way (`list_files`) now keeps one order, so that the shards taken by rank do not overlap.",
+);
+
+pub const CODES: &[Code] = &[SOURCE_ORDER_TURNED_OFF];
 
 /// Inserts the shard after the source of the pipeline `dataset` names (or is).
 /// Returns whether it found a pipeline to shard.
@@ -29,9 +39,92 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
     if shuffled_upstream(rewrite, scope, &source) {
         return false;
     }
-    let helper = equal_shard_helper(rewrite, source.start);
-    rewrite.edit(Edit::insertion(source.end, format!(".apply({helper})")));
+    match own_order(rewrite, &source) {
+        OwnOrder::None => {}
+        OwnOrder::TurnedOff(call, flag) => {
+            rewrite.add_keyword(call, &flag, "False");
+            rewrite.diagnose(Diagnostic::new(
+                SOURCE_ORDER_TURNED_OFF,
+                span(call),
+                format!("`{}` drew an order of its own in each process, so shards taken by rank would overlap: it now keeps one order (`{flag}=False`) and the shard splits that; shuffle after the shard if the order matters", &rewrite.text[span(call.func.as_ref())]),
+            ));
+        }
+        OwnOrder::Kept => return false,
+    }
+    let shard_after = windows_of(rewrite, &source).unwrap_or(source);
+    let helper = equal_shard_helper(rewrite, shard_after.start);
+    rewrite.edit(Edit::insertion(
+        shard_after.end,
+        format!(".apply({helper})"),
+    ));
+    rewrite.data_split_by_rank = true;
     true
+}
+
+/// `ds.window(size, shift=1)` downstream of a series source, in the scope that
+/// builds it: each window is one example, so the shard goes on the windows.
+/// Sharding the series itself would give each worker every N-th time step,
+/// and windows spanning N times the intended time.
+fn windows_of(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option<Range<usize>> {
+    let builder = rewrite.module.scopes.iter().find(|candidate| {
+        candidate
+            .facts
+            .calls
+            .iter()
+            .any(|site| span(site.call) == *source)
+    })?;
+    builder
+        .facts
+        .calls
+        .iter()
+        .filter(|site| span(site.call).start >= source.start)
+        .filter(|site| {
+            rewrite
+                .catalogued_effects(builder, site.call)
+                .contains(&Effect::WindowsSeries)
+        })
+        .map(|site| span(site.call))
+        .min_by_key(|window| window.start)
+}
+
+/// Whether a catalogued source shuffles in each process its own way.
+enum OwnOrder<'a> {
+    None,
+    /// It does by default: passing its flag as false turns that off.
+    TurnedOff(&'a ast::ExprCall, String),
+    /// It does as the program calls it, and the rewrite cannot change that.
+    Kept,
+}
+
+fn own_order<'a>(rewrite: &ModuleRewrite<'a>, source: &Range<usize>) -> OwnOrder<'a> {
+    let found = rewrite.module.scopes.iter().find_map(|scope| {
+        let site = scope
+            .facts
+            .calls
+            .iter()
+            .find(|site| span(site.call) == *source)?;
+        let shuffling = rewrite
+            .catalogued_effects(scope, site.call)
+            .iter()
+            .find_map(|effect| match effect {
+                Effect::DataSource {
+                    shuffles: Some(shuffling),
+                    ..
+                } => Some(shuffling.clone()),
+                _ => None,
+            })?;
+        Some((site.call, shuffling))
+    });
+    let Some((call, shuffling)) = found else {
+        return OwnOrder::None;
+    };
+    if shuffling.per_process(call) == Certainty::Fails {
+        return OwnOrder::None;
+    }
+    match (shuffling.flag.of(call), &shuffling.flag.keyword) {
+        (None, Some(keyword)) => OwnOrder::TurnedOff(call, keyword.clone()),
+        _ => OwnOrder::Kept,
+    }
 }
 
 /// The helper, defined once per module. A count TensorFlow does not know
@@ -99,8 +192,10 @@ fn shuffled_upstream(rewrite: &ModuleRewrite, scope: &Scope, source: &Range<usiz
 
 /// Whether `dataset` is (or names) a tf.data pipeline whose source can be sharded.
 pub fn is_shardable(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
-    pipeline_source(rewrite, scope, dataset)
-        .is_some_and(|source| !shuffled_upstream(rewrite, scope, &source))
+    pipeline_source(rewrite, scope, dataset).is_some_and(|source| {
+        !shuffled_upstream(rewrite, scope, &source)
+            && !matches!(own_order(rewrite, &source), OwnOrder::Kept)
+    })
 }
 
 fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Option<Range<usize>> {
@@ -140,9 +235,63 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
         return Some(source);
     }
     match dataset {
-        Expr::Name(name) => factory_pipeline_source(rewrite, scope, name.id.as_str()),
-        _ => None,
+        Expr::Name(name) => continued_pipeline_source(rewrite, scope, dataset)
+            .or_else(|| factory_pipeline_source(rewrite, scope, name.id.as_str())),
+        // `ds.batch(n).prefetch(1)`: the pipeline `ds` names.
+        other => match chain_root(other) {
+            root @ Expr::Name(_) => pipeline_source(rewrite, scope, root),
+            _ => None,
+        },
     }
+}
+
+/// `examples = files.interleave(...)`: the source of the pipeline the name
+/// continues, as assigned last before the use. Each step looks further up
+/// the file, so a cycle of names ends.
+fn continued_pipeline_source(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    dataset: &Expr,
+) -> Option<Range<usize>> {
+    let Expr::Name(name) = dataset else {
+        return None;
+    };
+    let used_at = span(dataset).start;
+    let top_level = &rewrite.module.scopes[0];
+    let continued = [scope, top_level].into_iter().find_map(|candidate| {
+        candidate
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
+            .filter(|assignment| assignment.name == name.id.as_str())
+            .filter(|assignment| span(assignment.statement).start < used_at)
+            .filter_map(|assignment| match chain_root(assignment.value) {
+                root @ Expr::Name(other) if other.id != name.id => Some((assignment, root)),
+                _ => None,
+            })
+            .next_back()
+            .map(|(assignment, root)| (candidate, assignment, root))
+    })?;
+    // `train = ds.take(n)` (with `val = ds.skip(n)`) cuts the stream: a
+    // shard above it would leave the cut whole, so it is not followed.
+    if cuts_stream(continued.1.value) {
+        return None;
+    }
+    let continued = (continued.0, continued.2);
+    pipeline_source(rewrite, continued.0, continued.1)
+}
+
+fn cuts_stream(expr: &Expr) -> bool {
+    let mut cuts = false;
+    let mut current = expr;
+    while let Expr::Call(call) = current
+        && let Expr::Attribute(attribute) = call.func.as_ref()
+    {
+        cuts |= matches!(attribute.attr.as_str(), "take" | "skip");
+        current = &attribute.value;
+    }
+    cuts
 }
 
 /// `train_ds = mnist_dataset()` or `train, test = make_datasets()`: the

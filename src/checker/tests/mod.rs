@@ -65,6 +65,8 @@ fn with(header: &str, body: &str) -> String {
     format!("{header}{body}")
 }
 
+mod shards;
+
 #[test]
 fn init_before_use() {
     assert_table(
@@ -557,37 +559,6 @@ fn modular_offset_cursor() {
 }
 
 #[test]
-fn shard_of_a_shuffled_stream() {
-    let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";
-    let train = "opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))\nfor x in ds:\n    opt.minimize(lambda: x, [])\n";
-    let program = |pipeline: &str| with(HEADER, &format!("{helper}{pipeline}{train}"));
-    assert_table(
-        DATA_DIFFERS,
-        &[
-            (
-                "zip of streams each worker shuffles its own way, then sharded",
-                Verdict::Unknown,
-                &program(
-                    "a = tf.data.Dataset.range(100).shuffle(100)\nb = tf.data.Dataset.range(100).shuffle(100)\nds = tf.data.Dataset.zip((a, b)).apply(equal_shard)\n",
-                ),
-            ),
-            (
-                "zip of streams shuffled with one shared seed, then sharded",
-                Verdict::Proven,
-                &program(
-                    "a = tf.data.Dataset.range(100).shuffle(100, seed=3)\nb = tf.data.Dataset.range(100).shuffle(100, seed=3)\nds = tf.data.Dataset.zip((a, b)).apply(equal_shard)\n",
-                ),
-            ),
-            (
-                "sharded at the source, shuffled after",
-                Verdict::Proven,
-                &program("ds = tf.data.Dataset.range(100).apply(equal_shard).shuffle(100)\n"),
-            ),
-        ],
-    );
-}
-
-#[test]
 fn schedule_step_count_passed_whole() {
     let schedule = "TOTAL = 1000\nschedule = tf.keras.optimizers.schedules.CosineDecay(0.1 * hvd.size(), max(1, TOTAL // hvd.size()))\nds = tf.data.Dataset.range(100).apply(equal_shard)\n";
     let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";
@@ -608,63 +579,6 @@ fn schedule_step_count_passed_whole() {
                 &with(
                     HEADER,
                     &format!("{helper}{schedule}trainer = Trainer(total_steps=TOTAL)\n"),
-                ),
-            ),
-        ],
-    );
-}
-
-#[test]
-fn collectives_aligned_over_shards() {
-    let helper = "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n";
-    let train = "opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))\nfor x in ds:\n    opt.minimize(lambda: x, [])\n";
-    let program = |pipeline: &str| with(HEADER, &format!("{helper}{pipeline}{train}"));
-    assert_table(
-        COLLECTIVES_ALIGNED,
-        &[
-            (
-                "plain shard run to its end",
-                Verdict::Unknown,
-                &program(
-                    "ds = tf.data.Dataset.range(1001).shard(hvd.size(), hvd.rank()).batch(50)\n",
-                ),
-            ),
-            (
-                "equal shard of a counted source",
-                Verdict::Proven,
-                &program(
-                    "ds = tf.data.Dataset.from_tensor_slices(tf.zeros((1001, 2))).apply(equal_shard).batch(50)\n",
-                ),
-            ),
-            (
-                "equal shard of records nobody counted",
-                Verdict::Unknown,
-                &program(
-                    "ds = tf.data.TFRecordDataset('data.tfrecord').apply(equal_shard).batch(50)\n",
-                ),
-            ),
-            (
-                "equal shard of a list of files",
-                Verdict::Unknown,
-                &program(
-                    "ds = tf.data.Dataset.list_files('*.tfrecord').apply(equal_shard).interleave(tf.data.TFRecordDataset)\n",
-                ),
-            ),
-            (
-                "plain shard, repeated later: a bound stops the loop",
-                Verdict::Proven,
-                &program(
-                    "ds = tf.data.Dataset.range(1001).shard(hvd.size(), hvd.rank())\nds = ds.repeat().batch(50).take(100 // hvd.size())\n",
-                ),
-            ),
-            (
-                "a look-alike helper that cuts nothing is no equal shard",
-                Verdict::Unknown,
-                &with(
-                    HEADER,
-                    &format!(
-                        "def equal_shard(dataset):\n    return dataset.shard(hvd.size(), hvd.rank())\nds = tf.data.Dataset.range(1001).apply(equal_shard).batch(50)\n{train}"
-                    ),
                 ),
             ),
         ],
