@@ -12,7 +12,10 @@
 //! the first step applied. Its
 //! `e2e.json` (harness metadata) holds `{"steps": N}` when the script has a step count
 //! the rewrite must divide, else `{"steps": null}`, and optionally `"rate": "scaled"`
-//! (each worker's rate is twice the single process's) or `"rate": "as_written"` (equal).
+//! (each worker's rate is twice the single process's) or `"rate": "as_written"` (equal),
+//! and `"unsafe_fixes": true` for a rewrite the checker cannot prove (it is applied with
+//! `--unsafe-fixes`, and must still train right when the case's data meets what the
+//! checker could not see).
 //!
 //! Per case: the package runs once as written, single-process (it must work and, when N
 //! is set, run N steps); a fresh copy is rewritten with `distribute fix`; the copy runs
@@ -80,6 +83,7 @@ e2e_cases!(
     tf1_initializer_run_default_session,
     keras_fit_zip_of_two_sources,
     keras_fit_windowed_series,
+    keras_fit_list_files_unsafe,
     keras_gan_own_compile,
     tf1_full_batch_chained_minimize,
     keras_full_batch_arrays,
@@ -404,6 +408,13 @@ fn expected_rate(case_directory: &Path) -> Option<f64> {
     }
 }
 
+/// Whether e2e.json asks for `--unsafe-fixes`.
+fn applies_unsafe_fixes(case_directory: &Path) -> bool {
+    let text = std::fs::read_to_string(case_directory.join("e2e.json")).unwrap();
+    let metadata: serde_json::Value = serde_json::from_str(&text).unwrap();
+    metadata["unsafe_fixes"].as_bool().unwrap_or(false)
+}
+
 fn expected_steps(case_directory: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(case_directory.join("e2e.json")).unwrap();
     let metadata: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -525,7 +536,11 @@ fn run_case(case: &str) {
     // 1. As written, one process.
     let (single_run, single_result) = run_as_written(case, &venv, &scratch, steps);
     // 2. The rewrite.
-    let diff = rewrite_with_distribute(case, &scratch.distributed);
+    let diff = rewrite_with_distribute(
+        case,
+        &scratch.distributed,
+        applies_unsafe_fixes(&case_directory),
+    );
     // 3. Two workers.
     let workers = run_two_workers(case, &venv, &scratch, diff);
     workers.print_summary(&single_run, &single_result, steps);
@@ -603,11 +618,17 @@ fn run_as_written(
 
 /// Rewrites the package in place with `distribute fix`, which must change
 /// files; returns the rewrite as `distribute diff` showed it beforehand.
-fn rewrite_with_distribute(case: &str, package: &Path) -> String {
+fn rewrite_with_distribute(case: &str, package: &Path, unsafe_fixes: bool) -> String {
     let tool = env!("CARGO_BIN_EXE_distribute");
+    let unsafe_fixes: &[&str] = if unsafe_fixes {
+        &["--unsafe-fixes"]
+    } else {
+        &[]
+    };
     let diff = Command::new(tool)
         .args(["diff", "--root"])
         .arg(package)
+        .args(unsafe_fixes)
         .output()
         .unwrap();
     let diff = format!(
@@ -618,6 +639,7 @@ fn rewrite_with_distribute(case: &str, package: &Path) -> String {
     let fix = Command::new(tool)
         .args(["fix", "--root"])
         .arg(package)
+        .args(unsafe_fixes)
         .output()
         .unwrap();
     assert_eq!(
