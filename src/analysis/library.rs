@@ -283,6 +283,20 @@ pub fn is_tf_function(canonical: &str) -> bool {
     canonical == "tensorflow.function" || canonical == "tensorflow.compat.v1.function"
 }
 
+/// Methods that take an optimizer step (or update variables by hand): a
+/// module that calls none trains nothing (analysis, inference).
+pub const OPTIMIZER_STEP_METHODS: &[&str] = &[
+    "apply_gradients",
+    "minimize",
+    "assign_sub",
+    "assign_add",
+    "assign",
+    "fit",
+    "fit_generator",
+    "train_on_batch",
+    "train",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,16 @@ pub use models::{creates_estimator, is_library_estimator, model_function_argumen
 pub use scopes::{called_functions, callee_name, calls_in_scope, find_call};
 pub use sites::is_gradient_tape_call;
 
+/// Whether a call of the scopes calls a method of one of these names.
+pub fn calls_any_of(scopes: &[Scope], methods: &[&str]) -> bool {
+    scopes.iter().any(|scope| {
+        scope.facts.calls.iter().any(|site| {
+            matches!(site.call.func.as_ref(), rustpython_parser::ast::Expr::Attribute(attribute)
+                if methods.contains(&attribute.attr.as_str()))
+        })
+    })
+}
+
 /// The training API a module uses: the ones this engine knows how to rewrite.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,

@@ -26,7 +26,7 @@ pub fn is_gradient_tape_call(bindings: &Bindings, expr: &Expr) -> bool {
 
 /// Fills a module's `sites` and `assumed_models` from its own code.
 pub(super) fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
-    let module = ModuleFacts::of(package, analysis.module);
+    let module = ModuleFacts::of(package, analysis.module, &analysis.scopes);
     // Computed once: scanning the top level for every scope is quadratic on large modules.
     let top_level_estimators = estimator_names(package, analysis.module, &analysis.scopes[0]);
     // Scopes in parallel (a large module is one task of the package's).
@@ -54,6 +54,19 @@ pub(super) fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
         found.sites.extend(part.sites);
         found.assumed_models.extend(part.assumed_models);
     }
+    // A tape whose gradients no step of the module applies is analysis
+    // (gradients with respect to an input), not training. A module that
+    // already uses Horovod keeps its tapes, for the checker to judge.
+    let uses_horovod = analysis
+        .module
+        .bindings
+        .iter()
+        .any(|(_, binding)| binding.qualified.starts_with("horovod"));
+    if !uses_horovod && !super::calls_any_of(&analysis.scopes, library::OPTIMIZER_STEP_METHODS) {
+        found
+            .sites
+            .retain(|site| site.pattern != TrainingPattern::GradientTape);
+    }
     found.sites.sort_by_key(|site| site.range.start);
     analysis.sites = found.sites;
     analysis.assumed_models = found.assumed_models;
@@ -69,12 +82,11 @@ struct ModuleFacts<'s> {
 }
 
 impl<'s> ModuleFacts<'s> {
-    fn of(package: &'s Package, module: &'s Module) -> Self {
-        let text = &module.source.text;
+    fn of(package: &'s Package, module: &'s Module, scopes: &[Scope]) -> Self {
         ModuleFacts {
             package,
             module,
-            builds_a_train_op: text.contains(".minimize(") || text.contains("apply_gradients("),
+            builds_a_train_op: super::calls_any_of(scopes, &["minimize", "apply_gradients"]),
             imports_tensorflow: module.bindings.iter().any(|(_, binding)| {
                 library::is_tensorflow(&library::canonical_name(&binding.qualified))
             }),

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use rustpython_parser::ast::{self, Expr, Operator};
 
+pub use crate::analysis::library::OPTIMIZER_STEP_METHODS;
 pub use crate::analysis::walk::chain_root;
 use crate::analysis::walk::walk_statement_expressions;
 use crate::checker::Program;
@@ -262,29 +263,11 @@ pub fn method_chain(expr: &Expr) -> Vec<(&str, &ast::ExprCall)> {
     chain
 }
 
-/// Calls that take an optimizer step (or update variables by hand).
-pub const STEPS: &[&str] = &[
-    "apply_gradients",
-    "minimize",
-    "assign_sub",
-    "assign_add",
-    "assign",
-    "fit",
-    "fit_generator",
-    "train_on_batch",
-    "train",
-];
-
 /// Whether the module, or a package module it imports, takes an optimizer
 /// step: a program that takes none trains nothing (analysis, inference).
 pub fn takes_optimizer_steps(program: &Program) -> bool {
     let steps = |module: &crate::analysis::training::ModuleAnalysis| {
-        module.scopes.iter().any(|scope| {
-            scope.facts.calls.iter().any(|site| {
-                matches!(site.call.func.as_ref(), Expr::Attribute(attribute)
-                    if STEPS.contains(&attribute.attr.as_str()))
-            })
-        })
+        crate::analysis::training::calls_any_of(&module.scopes, OPTIMIZER_STEP_METHODS)
     };
     steps(program.module)
         || program.analysis.modules.iter().any(|module| {
