@@ -102,6 +102,26 @@ impl<'a> RewriteContext<'a> {
     }
 
     /// Whether the module's code calls a method `method` (`ds.shard(...)`).
+    /// The statements of the module that call a Horovod barrier named
+    /// `name` (`hvd.allreduce(..., name="save_barrier")`, as an earlier run
+    /// of the rewrite wrote it), by their ranges.
+    pub fn named_barriers(&self, name: &str) -> Vec<std::ops::Range<usize>> {
+        let mut found = Vec::new();
+        for scope in &self.module.scopes {
+            for site in &scope.facts.calls {
+                let named =
+                    crate::analysis::walk::keyword(site.call, "name").is_some_and(|keyword| {
+                        matches!(&keyword.value, Expr::Constant(constant)
+                        if matches!(&constant.value, ast::Constant::Str(text) if text == name))
+                    });
+                if named {
+                    found.push(crate::python::parse::span(site.statement));
+                }
+            }
+        }
+        found
+    }
+
     pub fn calls_method(&self, method: &str) -> bool {
         let mut found = false;
         crate::analysis::walk::for_each_statement(

@@ -231,11 +231,17 @@ fn called(value: &Expr) -> Option<&rustpython_parser::ast::ExprCall> {
 
 /// The barrier an earlier run added ends on the line before.
 fn already_done(rewrite: &ModuleRewrite, statement: &Stmt) -> bool {
-    let before = rewrite.text[..span(statement).start].trim_end();
-    before
-        .rsplit('\n')
-        .next()
-        .is_some_and(|line| line.contains("download_barrier"))
+    let start = span(statement).start;
+    rewrite
+        .named_barriers("download_barrier")
+        .iter()
+        .any(|barrier| {
+            barrier.end <= start
+                && rewrite.text[barrier.end..start].lines().all(|line| {
+                    let line = line.trim();
+                    line.is_empty() || line.starts_with('#')
+                })
+        })
 }
 
 fn download_on_rank_zero_first(

@@ -289,7 +289,11 @@ fn barrier_before_reading_back(
                     || read.iter().any(|token| written.contains(token))
             })
     });
-    if !reads_back || rewrite.text[group_end..].contains("save_barrier") {
+    let barrier_below = rewrite
+        .named_barriers("save_barrier")
+        .iter()
+        .any(|barrier| barrier.start >= group_end);
+    if !reads_back || barrier_below {
         return;
     }
     // The saving session's own barrier, else one that needs no session.
