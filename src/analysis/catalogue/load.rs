@@ -63,6 +63,7 @@ struct EntryText {
     removes: Option<RemovesText>,
     temporary_path: Option<bool>,
     seeds: Option<bool>,
+    seeds_with: Option<ArgumentText>,
     data_source: Option<DataSourceText>,
     initialises_variables: Option<bool>,
     saves_checkpoint: Option<bool>,
@@ -286,7 +287,7 @@ fn add_entries(
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
         if effects.is_empty() && text.returns.is_none() && !text.harmless {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, windows-series, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, returns, or harmless: true)")));
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, seeds-with, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, windows-series, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, returns, or harmless: true)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -386,6 +387,9 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         effects.push(Effect::CallbackWrites {
             path: argument(callback.path.as_ref())?,
         });
+    }
+    if let Some(seed) = argument(text.seeds_with.as_ref())? {
+        effects.push(Effect::SeedsWith { argument: seed });
     }
     if let Some(source) = &text.data_source {
         let level = match source.level {

@@ -197,6 +197,11 @@ pub enum Effect {
     /// Returns a path that differs in every process.
     TemporaryPath,
     Seeds,
+    /// Seeds randomness (a graph's, an Estimator's) with this argument
+    /// (`RunConfig(tf_random_seed=...)`).
+    SeedsWith {
+        argument: Argument,
+    },
     DataSource {
         level: ShardLevel,
         /// It returns a tf.data pipeline, which `.shard(...)` splits.
@@ -261,7 +266,7 @@ impl Effect {
             Effect::CreatesDirectory { .. } => "creates a directory",
             Effect::Removes { .. } => "removes",
             Effect::TemporaryPath => "returns a per-process path",
-            Effect::Seeds => "seeds randomness",
+            Effect::Seeds | Effect::SeedsWith { .. } => "seeds randomness",
             Effect::DataSource { .. } => "produces data",
             Effect::InitialisesVariables => "initialises variables",
             Effect::SavesCheckpoint => "saves a checkpoint",

@@ -558,16 +558,25 @@ fn seeds_generator_of(seed: &ScopedCall, split: &ScopedCall) -> bool {
 
 /// A seed computed from `hvd.rank()`.
 fn seeds_by_rank(program: &Program, call: &ScopedCall) -> bool {
-    call.site
-        .call
-        .args
-        .iter()
+    let arguments = call.site.call.args.iter();
+    let keywords = call.site.call.keywords.iter().map(|keyword| &keyword.value);
+    arguments
+        .chain(keywords)
         .any(|argument| program.calls_horovod_function(call.scope, argument, "rank"))
 }
 
-/// A call the catalogue says seeds a global random generator.
+/// A call the catalogue says seeds a random generator (a global one, or
+/// the graph's of an Estimator's `RunConfig(tf_random_seed=...)`).
 fn is_seeding(program: &Program, call: &ScopedCall) -> bool {
-    program.has_effect(call, &crate::analysis::catalogue::Effect::Seeds)
+    program.known(call).entry().is_some_and(|entry| {
+        entry.effects.iter().any(|effect| match effect {
+            crate::analysis::catalogue::Effect::Seeds => true,
+            crate::analysis::catalogue::Effect::SeedsWith { argument } => argument.of(call.site.call).is_some_and(|seed| {
+                !matches!(seed, rustpython_parser::ast::Expr::Constant(constant) if constant.value.is_none())
+            }),
+            _ => false,
+        })
+    })
 }
 
 /// A call that draws at random without a fixed seed of its own.

@@ -359,6 +359,26 @@ fn data_differs_per_worker() {
                 Verdict::Unknown,
                 &with(HEADER, &format!("offset = 0\n{divided}")),
             ),
+            (
+                "an Estimator's graph seed fixed: its shuffles draw one order",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "config = tf.estimator.RunConfig(tf_random_seed=42)\nds = tf.data.Dataset.range(100).shuffle(100)\n{divided}"
+                    ),
+                ),
+            ),
+            (
+                "an Estimator's graph seed per rank",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "config = tf.estimator.RunConfig(tf_random_seed=42 + hvd.rank())\nds = tf.data.Dataset.range(100).shuffle(100)\n{divided}"
+                    ),
+                ),
+            ),
         ],
     );
 }

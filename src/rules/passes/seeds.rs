@@ -209,11 +209,15 @@ fn seed_argument<'a>(
     {
         return keyword(call, "seed").map(|keyword| &keyword.value);
     }
+    let effects = rewrite.catalogued_effects(scope, call);
+    if let Some(argument) = effects.iter().find_map(|effect| match effect {
+        crate::analysis::catalogue::Effect::SeedsWith { argument } => Some(argument),
+        _ => None,
+    }) {
+        return argument.of(call);
+    }
     // The catalogue's seeding calls take the seed first, or as `seed=`.
-    if !rewrite
-        .catalogued_effects(scope, call)
-        .contains(&crate::analysis::catalogue::Effect::Seeds)
-    {
+    if !effects.contains(&crate::analysis::catalogue::Effect::Seeds) {
         return None;
     }
     call.args
