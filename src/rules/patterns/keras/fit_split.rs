@@ -62,7 +62,7 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
         report_full_batch(rewrite, fit, rows);
         return;
     }
-    if !divided && !shards && divide_epochs_of_arrays(rewrite, fit) {
+    if !divided && !shards && divide_epochs_of_arrays(rewrite, scope, fit) {
         return;
     }
     if !divided && !shards {
@@ -72,11 +72,16 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
             .first()
             .map(|argument| rewrite.expression_text(argument).to_string())
             .unwrap_or_else(|| "the data".into());
+        let why = if one_epoch_of_arrays(rewrite, scope, fit) {
+            "its one epoch over in-memory arrays cannot be divided among workers"
+        } else {
+            "nothing the tool can shard or divide bounds it"
+        };
         rewrite.diagnose(
             Diagnostic::new(
                 DATASET_NOT_SHARDED,
                 span(fit),
-                format!("every worker trains on all of `{data}` each epoch and nothing the tool can shard or divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
+                format!("every worker trains on all of `{data}` each epoch and {why}, so more workers bring no speed-up; the learning rate was left as written"),
             )
             .with_suggestion(format!(
                 "shard the dataset with `.shard({0}, {1})` before batching, or pass `steps_per_epoch=<steps> // {0}`",
@@ -90,7 +95,11 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
 /// `fit(x, y, epochs=n)` on in-memory arrays: each worker runs `n // N`
 /// epochs over its data, as Horovod's own Keras examples do. Returns whether
 /// it divided them.
-fn divide_epochs_of_arrays(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall) -> bool {
+fn divide_epochs_of_arrays(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+) -> bool {
     let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
     if !has_labels {
         return false;
@@ -98,14 +107,23 @@ fn divide_epochs_of_arrays(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall) -> 
     let epochs = keyword(fit, "epochs")
         .map(|keyword| &keyword.value)
         .or_else(|| fit.args.get(3));
+    // One epoch (written out, or a name assigned 1) stays one when divided.
     match epochs {
-        Some(epochs) if !matches!(epochs, Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(n), .. }) if *n == 1u32.into()) =>
-        {
+        Some(epochs) if literal_int(rewrite, scope, epochs) != Some(1) => {
             rewrite.divide_expression(epochs);
             true
         }
         _ => false,
     }
+}
+
+/// A fit on in-memory arrays (with labels) for exactly one epoch.
+fn one_epoch_of_arrays(rewrite: &ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) -> bool {
+    let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
+    let epochs = keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.get(3));
+    has_labels && epochs.is_some_and(|epochs| literal_int(rewrite, scope, epochs) == Some(1))
 }
 
 /// The number of rows of a fit on arrays whose rows one batch holds
