@@ -6,6 +6,11 @@
 
 use std::path::Path;
 
+use rustpython_parser::ast::{self, Expr, Stmt};
+
+use crate::analysis::package::Module;
+use crate::analysis::walk::dotted_name;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KerasGeneration {
     Two { reason: String },
@@ -96,11 +101,19 @@ fn first_version(specifier: &str) -> Option<(u32, u32)> {
 /// The generation a module's standalone `import keras` means: the project's
 /// pin, else Keras 2 when the module uses an API only Keras 2 has, else
 /// Keras 3 (what `pip install keras` gives today).
-pub fn generation_of(pin: Option<&KerasGeneration>, module_text: &str) -> KerasGeneration {
+pub fn generation_of(pin: Option<&KerasGeneration>, module: &Module) -> KerasGeneration {
+    if let Some(backend) = keras_backend_set(&module.body).filter(|backend| backend != "tensorflow")
+    {
+        return KerasGeneration::Three {
+            reason: format!(
+                "the module sets KERAS_BACKEND to \"{backend}\", which only Keras 3 runs, and Horovod drives TensorFlow alone"
+            ),
+        };
+    }
     if let Some(pin) = pin {
         return pin.clone();
     }
-    match uses_keras_2_only_api(module_text) {
+    match uses_keras_2_only_api(&module.source.text) {
         Some(why) => KerasGeneration::Two {
             reason: format!("the module uses {why}"),
         },
@@ -108,6 +121,40 @@ pub fn generation_of(pin: Option<&KerasGeneration>, module_text: &str) -> KerasG
             reason: "no requirement file pins Keras or TensorFlow, and `pip install keras` gives Keras 3".to_string(),
         },
     }
+}
+
+/// The backend a top-level statement sets for Keras:
+/// `os.environ["KERAS_BACKEND"] = "jax"` or
+/// `os.environ.setdefault("KERAS_BACKEND", "jax")`.
+fn keras_backend_set(body: &[Stmt]) -> Option<String> {
+    let text = |expr: &Expr| match expr {
+        Expr::Constant(constant) => match &constant.value {
+            ast::Constant::Str(value) => Some(value.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    body.iter().find_map(|statement| match statement {
+        Stmt::Assign(assign) => match assign.targets.as_slice() {
+            [Expr::Subscript(subscript)]
+                if dotted_name(&subscript.value).as_deref() == Some("os.environ")
+                    && text(&subscript.slice).as_deref() == Some("KERAS_BACKEND") =>
+            {
+                text(&assign.value)
+            }
+            _ => None,
+        },
+        Stmt::Expr(expression) => match expression.value.as_ref() {
+            Expr::Call(call)
+                if dotted_name(&call.func).as_deref() == Some("os.environ.setdefault")
+                    && call.args.first().and_then(text).as_deref() == Some("KERAS_BACKEND") =>
+            {
+                call.args.get(1).and_then(text)
+            }
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// Keras 2 only: `fit_generator`, the `lr=` keyword of optimizers, the

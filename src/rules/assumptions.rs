@@ -119,7 +119,7 @@ pub const CODES: &[Code] = &[
 /// (which Horovod cannot drive), saying how the tool decided.
 fn report_keras_generation(rewrite: &mut ModuleRewrite, at: std::ops::Range<usize>) {
     let pin = rewrite.analysis.keras_pin.as_ref();
-    match keras_version::generation_of(pin, rewrite.text) {
+    match keras_version::generation_of(pin, rewrite.module.module) {
         KerasGeneration::Two { reason } => rewrite.diagnose(Diagnostic::new(
             KERAS_2,
             at,

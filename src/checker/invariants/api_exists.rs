@@ -154,7 +154,7 @@ fn keras_three_with_horovod_keras(program: &Program) -> Vec<Decision> {
     if !standalone_keras || !builds_with_it {
         return Vec::new();
     }
-    let generation = generation_of(program.analysis.keras_pin.as_ref(), program.text);
+    let generation = generation_of(program.analysis.keras_pin.as_ref(), program.module.module);
     let KerasGeneration::Three { reason } = generation else {
         return Vec::new();
     };

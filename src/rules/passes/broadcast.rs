@@ -103,8 +103,7 @@ fn uses_keras_3(rewrite: &ModuleRewrite) -> bool {
         .bindings
         .iter()
         .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
-    let generation =
-        keras_version::generation_of(rewrite.analysis.keras_pin.as_ref(), &module.source.text);
+    let generation = keras_version::generation_of(rewrite.analysis.keras_pin.as_ref(), module);
     imports_keras && matches!(generation, keras_version::KerasGeneration::Three { .. })
 }
 

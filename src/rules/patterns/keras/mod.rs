@@ -139,8 +139,7 @@ pub fn uses_keras_2_standalone(analysis: &Analysis, module: &ModuleAnalysis) -> 
         .bindings
         .iter()
         .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
-    let generation =
-        keras_version::generation_of(analysis.keras_pin.as_ref(), &module.module.source.text);
+    let generation = keras_version::generation_of(analysis.keras_pin.as_ref(), module.module);
     imports_keras && matches!(generation, keras_version::KerasGeneration::Two { .. })
 }
 
