@@ -157,6 +157,12 @@ struct ShufflingText {
     flag: ArgumentText,
     by_default: bool,
     seed: ArgumentText,
+    #[serde(default = "may_turn_off_by_default")]
+    may_turn_off: bool,
+}
+
+fn may_turn_off_by_default() -> bool {
+    true
 }
 
 fn counted_by_default() -> bool {
@@ -170,6 +176,7 @@ enum ShardLevelText {
     Records,
     Examples,
     Series,
+    Batches,
 }
 
 /// `{keyword: exist_ok, position: 2, truthy: true}` or `{..., contains-any: "wax"}`.
@@ -397,12 +404,14 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
             ShardLevelText::Records => ShardLevel::Records,
             ShardLevelText::Examples => ShardLevel::Examples,
             ShardLevelText::Series => ShardLevel::Series,
+            ShardLevelText::Batches => ShardLevel::Batches,
         };
         let shuffles = match &source.shuffles {
             Some(text) => Some(Shuffling {
                 flag: argument(Some(&text.flag))?.ok_or("shuffles needs its flag argument")?,
                 by_default: text.by_default,
                 seed: argument(Some(&text.seed))?.ok_or("shuffles needs its seed argument")?,
+                may_turn_off: text.may_turn_off,
             }),
             None => None,
         };

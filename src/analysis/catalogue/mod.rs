@@ -115,6 +115,10 @@ pub struct Shuffling {
     pub flag: Argument,
     pub by_default: bool,
     pub seed: Argument,
+    /// Passing the flag as false keeps the training order sound (other
+    /// shuffles follow: file names); when not, the source's own shuffle is
+    /// the only one, and an unseeded call is left whole instead.
+    pub may_turn_off: bool,
 }
 
 impl Shuffling {
@@ -154,6 +158,8 @@ pub enum ShardLevel {
     Examples,
     /// A raw series that must be windowed before it is split.
     Series,
+    /// Batches, each whole: a shard takes every N-th batch.
+    Batches,
 }
 
 /// One effect of a call.

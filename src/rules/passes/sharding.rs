@@ -122,7 +122,9 @@ fn own_order<'a>(rewrite: &ModuleRewrite<'a>, source: &Range<usize>) -> OwnOrder
         return OwnOrder::None;
     }
     match (shuffling.flag.of(call), &shuffling.flag.keyword) {
-        (None, Some(keyword)) => OwnOrder::TurnedOff(call, keyword.clone()),
+        (None, Some(keyword)) if shuffling.may_turn_off => {
+            OwnOrder::TurnedOff(call, keyword.clone())
+        }
         _ => OwnOrder::Kept,
     }
 }
@@ -213,7 +215,13 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
                     .facts
                     .assignments
                     .iter()
-                    .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
+                    // A plain name: `.apply(...)` after a call whose
+                    // result is unpacked (`train, val = source(...)`)
+                    // would apply it to the tuple.
+                    .filter(|assignment| {
+                        matches!(assignment.statement, Stmt::Assign(assign)
+                        if matches!(assign.targets.as_slice(), [Expr::Name(_)]))
+                    })
                     .filter(|assignment| {
                         assignment.name == name.id.as_str()
                             && dataset_source(rewrite, candidate, assignment.value).is_some()
