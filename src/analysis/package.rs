@@ -55,6 +55,13 @@ fn find_statement_starting_at(body: &[Stmt], start: usize) -> Option<&Stmt> {
 }
 
 impl Module {
+    /// Whether the module binds any Horovod module (it already distributes).
+    pub fn binds_horovod(&self) -> bool {
+        self.bindings
+            .iter()
+            .any(|(_, binding)| library::is_horovod(&binding.qualified))
+    }
+
     /// A parsed module, with its top-level definitions indexed and its bindings.
     pub(super) fn new(
         name: String,

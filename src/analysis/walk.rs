@@ -491,3 +491,26 @@ pub fn chain_root(expr: &Expr) -> &Expr {
         }
     }
 }
+
+/// The methods of a chain of calls on a receiver, outermost last:
+/// `ds.shard(...).repeat().take(n)` gives `shard`, `repeat`, `take` with
+/// each call's range.
+pub fn method_chain(expr: &Expr) -> Vec<(&str, &ast::ExprCall)> {
+    let mut chain = Vec::new();
+    let mut current = expr;
+    loop {
+        match current {
+            Expr::Call(call) => match call.func.as_ref() {
+                Expr::Attribute(attribute) => {
+                    chain.push((attribute.attr.as_str(), call));
+                    current = &attribute.value;
+                }
+                _ => break,
+            },
+            Expr::Attribute(attribute) => current = &attribute.value,
+            _ => break,
+        }
+    }
+    chain.reverse();
+    chain
+}

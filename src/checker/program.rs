@@ -109,11 +109,7 @@ impl<'a> Program<'a> {
 
     /// Whether the module binds any Horovod module.
     pub fn uses_horovod(&self) -> bool {
-        self.module
-            .module
-            .bindings
-            .iter()
-            .any(|(_, binding)| library::is_horovod(&binding.qualified))
+        self.module.module.binds_horovod()
     }
 
     /// The training loops the program runs directly.

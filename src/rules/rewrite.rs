@@ -15,7 +15,6 @@ use super::importer::{Importer, Names};
 use super::passes::learning_rate::LearningRateState;
 use super::patterns::Pattern;
 use super::stylist::Stylist;
-use crate::analysis::library;
 use crate::analysis::training::{Analysis, ModuleAnalysis};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::python::edit::Edit;
@@ -137,9 +136,7 @@ impl<'a> ModuleRewrite<'a> {
         let bindings = &module.module.bindings;
         let mut names = Names::of_module(module);
         let mut importer = Importer::default();
-        let had_horovod = bindings
-            .iter()
-            .any(|(_, binding)| library::is_horovod(&binding.qualified));
+        let had_horovod = module.module.binds_horovod();
         let wanted = plugin.horovod_module_for(analysis, module);
         let hvd = importer.bind(bindings, wanted, &["hvd", "horovod_", "hvd_"], &mut names);
         let horovod_tensorflow = if wanted == "horovod.tensorflow" {

@@ -57,12 +57,9 @@ pub(super) fn find_sites(package: &Package, analysis: &mut ModuleAnalysis) {
     // A tape whose gradients no step of the module applies is analysis
     // (gradients with respect to an input), not training. A module that
     // already uses Horovod keeps its tapes, for the checker to judge.
-    let uses_horovod = analysis
-        .module
-        .bindings
-        .iter()
-        .any(|(_, binding)| binding.qualified.starts_with("horovod"));
-    if !uses_horovod && !super::calls_any_of(&analysis.scopes, library::OPTIMIZER_STEP_METHODS) {
+    if !analysis.module.binds_horovod()
+        && !super::calls_any_of(&analysis.scopes, library::OPTIMIZER_STEP_METHODS)
+    {
         found
             .sites
             .retain(|site| site.pattern != TrainingPattern::GradientTape);

@@ -6,8 +6,8 @@ use std::ops::Range;
 use rustpython_parser::ast::{self, Expr, Operator};
 
 pub use crate::analysis::library::OPTIMIZER_STEP_METHODS;
-pub use crate::analysis::walk::chain_root;
 use crate::analysis::walk::walk_statement_expressions;
+pub use crate::analysis::walk::{chain_root, method_chain};
 use crate::checker::Program;
 use crate::python::parse::span;
 
@@ -238,29 +238,6 @@ pub fn equal_shard_helpers<'p>(program: &Program<'p>) -> Vec<&'p str> {
 pub fn applies_helper(call: &ast::ExprCall, helpers: &[&str]) -> bool {
     matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "apply")
         && matches!(call.args.as_slice(), [Expr::Name(name)] if helpers.contains(&name.id.as_str()))
-}
-
-/// The methods of a chain of calls on a receiver, outermost last:
-/// `ds.shard(...).repeat().take(n)` gives `shard`, `repeat`, `take` with
-/// each call's range.
-pub fn method_chain(expr: &Expr) -> Vec<(&str, &ast::ExprCall)> {
-    let mut chain = Vec::new();
-    let mut current = expr;
-    loop {
-        match current {
-            Expr::Call(call) => match call.func.as_ref() {
-                Expr::Attribute(attribute) => {
-                    chain.push((attribute.attr.as_str(), call));
-                    current = &attribute.value;
-                }
-                _ => break,
-            },
-            Expr::Attribute(attribute) => current = &attribute.value,
-            _ => break,
-        }
-    }
-    chain.reverse();
-    chain
 }
 
 /// Whether the module, or a package module it imports, takes an optimizer

@@ -15,7 +15,7 @@ use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::catalogue::{Certainty, Effect};
 use crate::analysis::training::Scope;
-use crate::analysis::walk::{chain_root, walk_expression};
+use crate::analysis::walk::{chain_root, method_chain, walk_expression};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -66,13 +66,7 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
 /// Sharding the series itself would give each worker every N-th time step,
 /// and windows spanning N times the intended time.
 fn windows_of(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option<Range<usize>> {
-    let builder = rewrite.module.scopes.iter().find(|candidate| {
-        candidate
-            .facts
-            .calls
-            .iter()
-            .any(|site| span(site.call) == *source)
-    })?;
+    let (builder, _) = source_call(rewrite, source)?;
     builder
         .facts
         .calls
@@ -87,6 +81,22 @@ fn windows_of(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option<Range<us
         .min_by_key(|window| window.start)
 }
 
+/// The call at a source's range, with the scope whose statements hold it.
+fn source_call<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    source: &Range<usize>,
+) -> Option<(&'a Scope<'a>, &'a ast::ExprCall)> {
+    let module = rewrite.module;
+    module.scopes.iter().find_map(|scope| {
+        let site = scope
+            .facts
+            .calls
+            .iter()
+            .find(|site| span(site.call) == *source)?;
+        Some((scope, site.call))
+    })
+}
+
 /// Whether a catalogued source shuffles in each process its own way.
 enum OwnOrder<'a> {
     None,
@@ -97,25 +107,21 @@ enum OwnOrder<'a> {
 }
 
 fn own_order<'a>(rewrite: &ModuleRewrite<'a>, source: &Range<usize>) -> OwnOrder<'a> {
-    let found = rewrite.module.scopes.iter().find_map(|scope| {
-        let site = scope
-            .facts
-            .calls
-            .iter()
-            .find(|site| span(site.call) == *source)?;
-        let shuffling = rewrite
-            .catalogued_effects(scope, site.call)
+    let Some((scope, call)) = source_call(rewrite, source) else {
+        return OwnOrder::None;
+    };
+    let shuffling =
+        rewrite
+            .catalogued_effects(scope, call)
             .iter()
             .find_map(|effect| match effect {
                 Effect::DataSource {
                     shuffles: Some(shuffling),
                     ..
-                } => Some(shuffling.clone()),
+                } => Some(shuffling),
                 _ => None,
-            })?;
-        Some((site.call, shuffling))
-    });
-    let Some((call, shuffling)) = found else {
+            });
+    let Some(shuffling) = shuffling else {
         return OwnOrder::None;
     };
     if shuffling.per_process(call) == Certainty::Fails {
@@ -274,32 +280,19 @@ fn continued_pipeline_source(
             .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
             .filter(|assignment| assignment.name == name.id.as_str())
             .filter(|assignment| span(assignment.statement).start < used_at)
-            .filter_map(|assignment| match chain_root(assignment.value) {
-                root @ Expr::Name(other) if other.id != name.id => Some((assignment, root)),
-                _ => None,
-            })
-            .next_back()
-            .map(|(assignment, root)| (candidate, assignment, root))
+            .rfind(|assignment| matches!(chain_root(assignment.value), Expr::Name(other) if other.id != name.id))
+            .map(|assignment| (candidate, assignment.value))
     })?;
+    let (builder, value) = continued;
     // `train = ds.take(n)` (with `val = ds.skip(n)`) cuts the stream: a
     // shard above it would leave the cut whole, so it is not followed.
-    if cuts_stream(continued.1.value) {
+    let cuts = method_chain(value)
+        .iter()
+        .any(|(method, _)| matches!(*method, "take" | "skip"));
+    if cuts {
         return None;
     }
-    let continued = (continued.0, continued.2);
-    pipeline_source(rewrite, continued.0, continued.1)
-}
-
-fn cuts_stream(expr: &Expr) -> bool {
-    let mut cuts = false;
-    let mut current = expr;
-    while let Expr::Call(call) = current
-        && let Expr::Attribute(attribute) = call.func.as_ref()
-    {
-        cuts |= matches!(attribute.attr.as_str(), "take" | "skip");
-        current = &attribute.value;
-    }
-    cuts
+    pipeline_source(rewrite, builder, chain_root(value))
 }
 
 /// `train_ds = mnist_dataset()` or `train, test = make_datasets()`: the
