@@ -153,13 +153,24 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("start each worker's cursor at its own offset (`hvd.rank() * batch_size`) and advance it by `hvd.size()` batches, or shard the data by rank")];
         }
-        let random_source = calls.iter().find(|call| draws_at_random(program, call));
+        let random_source = calls
+            .iter()
+            .find(|call| draws_at_random(program, call))
+            .map(|call| (call, None))
+            .or_else(|| {
+                calls.iter().find_map(|call| {
+                    helper_drawing_in_loop(program, call).map(|helper| (call, Some(helper)))
+                })
+            });
         match (random_source, fixed_seed, per_rank_seed) {
-            (Some(source), None, _) | (Some(source), _, Some(_)) => vec![Decision::new(
+            (Some((source, helper)), None, _) | (Some((source, helper)), _, Some(_)) => vec![Decision::new(
                 DATA_DIFFERS,
                 Verdict::Proven,
                 source.range(),
-                format!("each worker draws its own random order (line {})", program.line(source.range().start)),
+                match helper {
+                    None => format!("each worker draws its own random order (line {})", program.line(source.range().start)),
+                    Some(helper) => format!("each worker draws its own batches at random: `{helper}`, called in the loop at line {}, draws from the process's random state", program.line(source.range().start)),
+                },
             )],
             (Some(_), Some(seed), None) => vec![Decision::new(
                 DATA_DIFFERS,
@@ -586,12 +597,7 @@ fn draws_at_random(program: &Program, call: &ScopedCall) -> bool {
     }
     let seeded_here = crate::analysis::walk::keyword(call.site.call, "seed").is_some();
     let method = call.method().unwrap_or_default();
-    let by_callee = call.callee.as_deref().is_some_and(|callee| {
-        callee.starts_with("numpy.random.")
-            || callee.starts_with("random.")
-            || callee.starts_with("tensorflow.random.")
-            || callee == "tensorflow.train.shuffle_batch"
-    });
+    let by_callee = call.callee.as_deref().is_some_and(draws_by_name);
     // `shuffle=True` of a TF1 input producer or an Estimator input function.
     let shuffled = crate::analysis::walk::keyword(call.site.call, "shuffle").is_some_and(|keyword| {
         matches!(&keyword.value, rustpython_parser::ast::Expr::Constant(constant) if constant.value == rustpython_parser::ast::Constant::Bool(true))
@@ -602,4 +608,84 @@ fn draws_at_random(program: &Program, call: &ScopedCall) -> bool {
             matches!(&keyword.value, rustpython_parser::ast::Expr::Constant(constant) if constant.value == rustpython_parser::ast::Constant::Bool(false))
         });
     (by_callee || by_method) && !seeded_here
+}
+
+/// A library function that draws from the process's random state.
+fn draws_by_name(callee: &str) -> bool {
+    // Constructing a generator or seeding one draws nothing yet.
+    let makes_or_seeds = matches!(
+        callee.rsplit('.').next(),
+        Some(
+            "seed"
+                | "RandomState"
+                | "default_rng"
+                | "Generator"
+                | "set_seed"
+                | "get_state"
+                | "set_state"
+        )
+    );
+    !makes_or_seeds
+        && (callee.starts_with("numpy.random.")
+            || callee.starts_with("random.")
+            || callee.starts_with("tensorflow.random.")
+            || callee == "tensorflow.train.shuffle_batch")
+}
+
+/// A package function called inside a loop that draws from the process's
+/// random state, itself or through the package functions it calls, in
+/// whatever module (`data.random_batch(...)` of a dataset class in another
+/// file): each worker's batches are its own draw. Returns the helper's name.
+fn helper_drawing_in_loop(program: &Program, call: &ScopedCall) -> Option<String> {
+    let in_loop = program
+        .enclosing_statements(call.scope, call.site)
+        .iter()
+        .any(|statement| matches!(statement, Stmt::For(_) | Stmt::While(_)));
+    if !in_loop {
+        return None;
+    }
+    let analysis = program.analysis;
+    let resolve =
+        |module: &crate::analysis::training::ModuleAnalysis, scope_index: usize, func: &Expr| {
+            crate::analysis::effects::resolved_callee(analysis, module, scope_index, func)
+        };
+    let mut pending = vec![resolve(
+        program.module,
+        call.scope_index,
+        &call.site.call.func,
+    )?];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(function) = pending.pop() {
+        if !seen.insert(function.clone()) {
+            continue;
+        }
+        // The function's own scope, in whichever module defines it.
+        let Some(summary) = analysis.functions.get(&function) else {
+            continue;
+        };
+        let Some(module) = analysis
+            .modules
+            .iter()
+            .find(|module| module.module.name == summary.module)
+        else {
+            continue;
+        };
+        let Some(scope_index) = module
+            .scopes
+            .iter()
+            .position(|scope| scope.qualified_name == function)
+        else {
+            continue;
+        };
+        for site in &module.scopes[scope_index].facts.calls {
+            let Some(called) = resolve(module, scope_index, &site.call.func) else {
+                continue;
+            };
+            if draws_by_name(&crate::analysis::library::canonical_name(&called)) {
+                return Some(program.text[span(call.site.call.func.as_ref())].to_string());
+            }
+            pending.push(called);
+        }
+    }
+    None
 }

@@ -65,6 +65,7 @@ fn with(header: &str, body: &str) -> String {
     format!("{header}{body}")
 }
 
+mod batch_sources;
 mod shards;
 
 #[test]

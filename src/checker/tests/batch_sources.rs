@@ -1,0 +1,69 @@
+//! Table tests of batches a package helper draws, in another module: the
+//! draw is followed through the helper's calls to tell whether each worker
+//! gets its own batches.
+
+use super::*;
+
+const LOOP: &str = "from batches import Examples\ndata = Examples()\nfor step in range(max(1, 100 // hvd.size())):\n    x = data.next_rows(8)\n";
+
+fn helper(body: &str) -> String {
+    format!(
+        "import numpy as np\nimport random\n\nclass Examples:\n    def __init__(self):\n        self.rows = np.arange(1000)\n\n{body}"
+    )
+}
+
+#[test]
+fn batches_a_helper_draws() {
+    let random_rows = helper(
+        "    def next_rows(self, count):\n        return self.rows[self._indices(count)]\n\n    def _indices(self, count):\n        return np.random.randint(0, len(self.rows), size=count)\n",
+    );
+    let python_random = helper(
+        "    def next_rows(self, count):\n        return random.sample(list(self.rows), count)\n",
+    );
+    let first_rows = helper("    def next_rows(self, count):\n        return self.rows[:count]\n");
+    let cases: [(&str, String, &String, Verdict); 5] = [
+        (
+            "NumPy's process state, through a second method",
+            with(HEADER, LOOP),
+            &random_rows,
+            Verdict::Proven,
+        ),
+        (
+            "Python's `random`",
+            with(HEADER, LOOP),
+            &python_random,
+            Verdict::Proven,
+        ),
+        (
+            "the same rows every call",
+            with(HEADER, LOOP),
+            &first_rows,
+            Verdict::Unknown,
+        ),
+        (
+            "a fixed seed in the training module: every worker draws the same rows",
+            with(
+                HEADER,
+                &format!("import numpy as np\nnp.random.seed(7)\n{LOOP}"),
+            ),
+            &random_rows,
+            Verdict::Unknown,
+        ),
+        (
+            "a seed per rank",
+            with(
+                HEADER,
+                &format!("import numpy as np\nnp.random.seed(7 + hvd.rank())\n{LOOP}"),
+            ),
+            &random_rows,
+            Verdict::Proven,
+        ),
+    ];
+    for (name, train, batches, expected) in cases {
+        assert_eq!(
+            verdict_of(DATA_DIFFERS, &train, Some(("batches.py", batches))),
+            expected,
+            "{name}"
+        );
+    }
+}
