@@ -369,16 +369,19 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
                 .cloned(),
         );
         for (stmt, call, receiver) in run_calls(scope) {
+            let trains = train_ops.is_empty() || runs_a_train_op(call, &train_ops);
             if !sessions.contains(receiver.as_str()) {
-                if scope.parameters.contains(&receiver) {
+                if scope.parameters.contains(&receiver) && trains {
+                    // Its steps are not divided: the rate must stay as written.
+                    rewrite.learning_rates.work_not_split = true;
                     rewrite.diagnose(
-                        Diagnostic::new(SESSION_USED_ACROSS_FUNCTIONS, span(call), format!("`{receiver}` is a session created in another function; the loop here is not divided among workers"))
+                        Diagnostic::new(SESSION_USED_ACROSS_FUNCTIONS, span(call), format!("`{receiver}` is a session created in another function; the loop here is not divided among workers and the learning rate was left as written"))
                             .with_suggestion("create and run the session in the same function, or divide the step count yourself with `// hvd.size()`"),
                     );
                 }
                 continue;
             }
-            if !train_ops.is_empty() && !runs_a_train_op(call, &train_ops) {
+            if !trains {
                 continue;
             }
             let Some(path) = path_to(scope.body, &span(stmt)) else {
