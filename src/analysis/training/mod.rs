@@ -243,6 +243,39 @@ impl<'a> Analysis<'a> {
         analysis.effects = effect_summaries::effect_summaries(&analysis);
         analysis
     }
+
+    /// The scopes of the package functions a module's code may run, in any
+    /// module, through the calls the summaries resolve (the module's own
+    /// scopes not included).
+    pub fn functions_reached_from(&self, module: &ModuleAnalysis) -> Vec<&Scope<'a>> {
+        let mut pending: Vec<String> = module
+            .scopes
+            .iter()
+            .flat_map(|scope| called_functions(self.package, module.module, scope))
+            .collect();
+        let mut seen = HashSet::new();
+        let mut reached = Vec::new();
+        while let Some(function) = pending.pop() {
+            let Some(summary) = self.functions.get(&function) else {
+                continue;
+            };
+            if !seen.insert(function.clone()) {
+                continue;
+            }
+            pending.extend(summary.calls.iter().cloned());
+            let defined_in = self
+                .modules
+                .iter()
+                .filter(|other| other.module.name == summary.module);
+            reached.extend(defined_in.flat_map(|other| {
+                other
+                    .scopes
+                    .iter()
+                    .filter(|scope| scope.qualified_name == function)
+            }));
+        }
+        reached
+    }
 }
 
 impl<'a> ModuleAnalysis<'a> {

@@ -159,7 +159,7 @@ impl Invariant for DataDiffers {
             .map(|call| (call, None))
             .or_else(|| {
                 calls.iter().find_map(|call| {
-                    helper_drawing_in_loop(program, call).map(|helper| (call, Some(helper)))
+                    helper_drawing_batches(program, call).map(|helper| (call, Some(helper)))
                 })
             });
         match (random_source, fixed_seed, per_rank_seed) {
@@ -169,7 +169,7 @@ impl Invariant for DataDiffers {
                 source.range(),
                 match helper {
                     None => format!("each worker draws its own random order (line {})", program.line(source.range().start)),
-                    Some(helper) => format!("each worker draws its own batches at random: `{helper}`, called in the loop at line {}, draws from the process's random state", program.line(source.range().start)),
+                    Some(helper) => format!("each worker draws its own batches at random: `{helper}`, called at line {}, draws them from the process's random state", program.line(source.range().start)),
                 },
             )],
             (Some(_), Some(seed), None) => vec![Decision::new(
@@ -632,18 +632,17 @@ fn draws_by_name(callee: &str) -> bool {
             || callee == "tensorflow.train.shuffle_batch")
 }
 
-/// A package function called inside a loop that draws from the process's
-/// random state, itself or through the package functions it calls, in
-/// whatever module (`data.random_batch(...)` of a dataset class in another
-/// file): each worker's batches are its own draw. Returns the helper's name.
-fn helper_drawing_in_loop(program: &Program, call: &ScopedCall) -> Option<String> {
+/// A package function that draws the batches at random, itself or through
+/// the package functions it calls, in whatever module: called inside a loop
+/// and drawing from the process's random state (`data.random_batch(...)` of
+/// a dataset class in another file), or called anywhere and shuffling a
+/// pipeline with no fixed seed (a helper that builds the graph's input).
+/// Returns the helper's name.
+fn helper_drawing_batches(program: &Program, call: &ScopedCall) -> Option<String> {
     let in_loop = program
         .enclosing_statements(call.scope, call.site)
         .iter()
         .any(|statement| matches!(statement, Stmt::For(_) | Stmt::While(_)));
-    if !in_loop {
-        return None;
-    }
     let analysis = program.analysis;
     let resolve =
         |module: &crate::analysis::training::ModuleAnalysis, scope_index: usize, func: &Expr| {
@@ -678,10 +677,16 @@ fn helper_drawing_in_loop(program: &Program, call: &ScopedCall) -> Option<String
             continue;
         };
         for site in &module.scopes[scope_index].facts.calls {
+            let shuffles = matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "shuffle")
+                && crate::analysis::walk::keyword(site.call, "seed").is_none()
+                && site.call.args.len() < 2;
+            if shuffles {
+                return Some(program.text[span(call.site.call.func.as_ref())].to_string());
+            }
             let Some(called) = resolve(module, scope_index, &site.call.func) else {
                 continue;
             };
-            if draws_by_name(&crate::analysis::library::canonical_name(&called)) {
+            if in_loop && draws_by_name(&crate::analysis::library::canonical_name(&called)) {
                 return Some(program.text[span(call.site.call.func.as_ref())].to_string());
             }
             pending.push(called);

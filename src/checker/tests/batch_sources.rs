@@ -67,3 +67,36 @@ fn batches_a_helper_draws() {
         );
     }
 }
+
+#[test]
+fn a_pipeline_a_helper_shuffles() {
+    let train = with(
+        HEADER,
+        "import inputs\nfeatures = inputs.batches(32)\nfor step in range(max(1, 100 // hvd.size())):\n    pass\n",
+    );
+    let pipeline = |shuffle: &str| {
+        format!(
+            "import tensorflow as tf\n\ndef batches(size):\n    return tf.data.Dataset.range(1000){shuffle}.repeat().batch(size)\n"
+        )
+    };
+    let cases = [
+        (
+            "shuffled with no seed",
+            pipeline(".shuffle(1000)"),
+            Verdict::Proven,
+        ),
+        (
+            "shuffled with a fixed seed",
+            pipeline(".shuffle(1000, seed=4)"),
+            Verdict::Unknown,
+        ),
+        ("never shuffled", pipeline(""), Verdict::Unknown),
+    ];
+    for (name, inputs, expected) in cases {
+        assert_eq!(
+            verdict_of(DATA_DIFFERS, &train, Some(("inputs.py", &inputs))),
+            expected,
+            "{name}"
+        );
+    }
+}

@@ -374,7 +374,7 @@ fn report_full_batch(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
         Diagnostic::new(
             DATASET_NOT_SHARDED,
             span(for_loop.iter.as_ref()),
-            format!("each step of `for ... in {iterable}` trains on the same full batch, so every worker would compute the same gradient: the loop was not divided and the learning rate was left as written"),
+            format!("each step of `for ... in {iterable}` trains on the same data (all of it, or none), so every worker would compute the same gradient: the loop was not divided and the learning rate was left as written"),
         )
         .with_suggestion(format!(
             "train on mini-batches (`.shard({0}, {1})` each worker's part of the data, then batch it) to gain from more workers",
@@ -525,14 +525,31 @@ const GRAPH_SIDE_INPUT: &[&str] = &[
 /// Whether every iteration of a `range` loop trains on the same data: the
 /// body draws no batch (no `next`, `*batch*`, random sampling), indexes
 /// nothing by the loop variable, passes it to no call, has no inner loop,
-/// and the module has no graph-side input pipeline.
+/// and neither the module nor a package function it may call builds a
+/// graph-side input pipeline (a helper elsewhere may build the one the
+/// graph reads). A call that writes
+/// (`save_image(f"{step}.png", image)`) draws nothing.
 fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
+    let reached = rewrite.analysis.functions_reached_from(rewrite.module);
+    let helper_calls = |method: &str| {
+        reached.iter().any(|scope| {
+            scope.facts.calls.iter().any(|site| {
+                matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == method)
+            })
+        })
+    };
     if GRAPH_SIDE_INPUT
         .iter()
-        .any(|method| rewrite.calls_method(method))
+        .any(|method| rewrite.calls_method(method) || helper_calls(method))
     {
         return false;
     }
+    let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(for_loop).start)];
+    let writes = |call: &ast::ExprCall| {
+        super::shared_writes::writes_shared_files(rewrite, scope, call)
+            || super::shared_writes::writes_own_path(rewrite, scope, call)
+            || super::shared_writes::calls_a_writing_helper(rewrite, scope, call)
+    };
     let mut counters: HashSet<&str> = target_names(&for_loop.target).into_iter().collect();
     // Names computed from a counter in the body (`offset = (step * batch)
     // % n`) move with it: slicing by them draws a new batch each step.
@@ -548,6 +565,11 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     let mut draws = false;
     for_each_statement(&for_loop.body, false, &mut |stmt| {
         draws |= matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_));
+        // A statement that writes (its path built from the step, perhaps) reads nothing in.
+        if matches!(stmt, Stmt::Expr(expression) if matches!(expression.value.as_ref(), Expr::Call(call) if writes(call)))
+        {
+            return;
+        }
         walk_statement_expressions(stmt, &mut |expr| {
             draws |= draws_data(expr, &counters);
         });
@@ -570,7 +592,10 @@ fn draws_data(expr: &Expr, counters: &HashSet<&str>) -> bool {
         Expr::Subscript(subscript) => mentions_counter(&subscript.slice),
         Expr::Call(call) => {
             let callee = dotted_name(&call.func).unwrap_or_default().to_lowercase();
-            let is_print = callee == "print" || callee.ends_with(".print");
+            // Printing and formatting a message draws nothing.
+            let formats = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "format");
+            let is_print =
+                callee == "print" || callee.ends_with(".print") || callee == "str" || formats;
             DRAWS_DATA.iter().any(|word| callee.contains(word))
                 || (!is_print && call.args.iter().any(mentions_counter))
         }
