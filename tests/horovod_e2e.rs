@@ -77,6 +77,7 @@ e2e_cases!(
     tf1_batches_drawn_by_helper,
     tf1_session_run_in_helper,
     tf1_picture_without_data,
+    tf1_iterator_over_arrays,
     tf1_last_step_save,
     tape_uneven_example_count,
     keras_cosine_decay_horizon,

@@ -268,7 +268,12 @@ impl<'a> ModuleRewrite<'a> {
         let mut helpers: Vec<PendingHelper> =
             self.helpers.drain().map(|(_, helper)| helper).collect();
         helpers.sort_by(|a, b| a.name.cmp(&b.name));
-        for helper in helpers {
+        for mut helper in helpers {
+            // The comment lines right above a statement stay with it.
+            if self.module.module.source.notebook.is_none() {
+                let start = leading_comment_start(self.text, helper.before.start);
+                helper.before = start..helper.before.end;
+            }
             let before = self.text[..helper.before.start].trim_end_matches([' ', '\t']);
             let newlines = before.len() - before.trim_end_matches('\n').len();
             let missing = match before.trim().is_empty() {
@@ -388,4 +393,20 @@ impl<'a> ModuleRewrite<'a> {
         diagnostics.sort_by_key(|diagnostic| (diagnostic.range.start, diagnostic.code));
         diagnostics
     }
+}
+
+/// Where the comment lines directly above the line at `offset` start (the
+/// line itself when there are none).
+fn leading_comment_start(text: &str, offset: usize) -> usize {
+    let mut start = text[..offset].rfind('\n').map_or(0, |newline| newline + 1);
+    while start > 0 {
+        let previous = text[..start - 1]
+            .rfind('\n')
+            .map_or(0, |newline| newline + 1);
+        if !text[previous..start].trim_start().starts_with('#') {
+            break;
+        }
+        start = previous;
+    }
+    start
 }

@@ -104,6 +104,7 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         }
         divide_range(rewrite, loop_statement, bound);
         super::cursor_share::offset_by_rank(rewrite, for_loop);
+        super::graph_input::shard_graph_input(rewrite);
         return WorkSplit::Divided;
     }
     if let Some(count) = take_count(iterable) {
