@@ -189,6 +189,23 @@ pub fn is_tf1_optimizer(canonical: &str) -> bool {
         .is_some_and(|class| TF1_OPTIMIZERS.iter().any(|(name, _)| *name == class))
 }
 
+/// APIs TensorFlow 2 removed (reached without `compat.v1`): a program
+/// that calls one runs TensorFlow 1, which has no `tf.keras.optimizers.legacy`.
+const TF1_ONLY_PREFIXES: &[&str] = &[
+    "tensorflow.contrib.",
+    "tensorflow.logging.",
+    "tensorflow.Session",
+    "tensorflow.placeholder",
+];
+
+/// Whether a raw dotted callee (as imported, before canonical names) is an
+/// API only TensorFlow 1 has.
+pub fn is_tf1_only(raw: &str) -> bool {
+    TF1_ONLY_PREFIXES
+        .iter()
+        .any(|prefix| raw.starts_with(prefix))
+}
+
 /// The class a string given to `compile(optimizer=...)` names.
 pub fn optimizer_for_string(name: &str) -> Option<&'static str> {
     let lower = name.to_ascii_lowercase();

@@ -113,15 +113,7 @@ fn violation(range: std::ops::Range<usize>, message: String) -> Decision {
 fn tf1_marker(program: &Program) -> Option<usize> {
     program.calls().iter().find_map(|call| {
         let raw = call.scope.bindings.resolve_raw(&call.site.call.func)?;
-        let tf1 = [
-            "tensorflow.contrib.",
-            "tensorflow.logging.",
-            "tensorflow.Session",
-            "tensorflow.placeholder",
-        ]
-        .iter()
-        .any(|prefix| raw.starts_with(prefix));
-        tf1.then(|| program.line(call.range().start))
+        library::is_tf1_only(&raw).then(|| program.line(call.range().start))
     })
 }
 

@@ -198,13 +198,20 @@ fn explicit<'a>(
         true => argument.rate.to_string(),
         false => format!("{} * {}", argument.rate, rewrite.horovod_call("size")),
     };
-    let built = if estimator.contains("v1") {
+    let tf1_program = runs_tensorflow_1(rewrite);
+    let built = if estimator.contains("v1") || tf1_program {
         let class = if class == "SGD" {
             "GradientDescent"
         } else {
             class.as_str()
         };
-        format!("{tf}.compat.v1.train.{class}Optimizer(learning_rate={rate})")
+        // TensorFlow 1 itself has `tf.train`; `compat.v1` came late in 1.x.
+        let train = if tf1_program {
+            "train"
+        } else {
+            "compat.v1.train"
+        };
+        format!("{tf}.{train}.{class}Optimizer(learning_rate={rate})")
     } else {
         let class = if class == "RMSProp" {
             "RMSprop"
@@ -302,4 +309,18 @@ fn wrap_in_place(rewrite: &mut ModuleRewrite, hvd: &str, range: Range<usize>) {
         format!("{hvd}.DistributedOptimizer("),
     ));
     rewrite.edit(Edit::insertion(range.end, ")"));
+}
+
+/// The module calls an API only TensorFlow 1 has (`tf.contrib`,
+/// `tf.logging`, `tf.Session`): its canned Estimators are TensorFlow 1's,
+/// which take `tf.train` optimizers (it has no `tf.keras.optimizers.legacy`).
+fn runs_tensorflow_1(rewrite: &ModuleRewrite) -> bool {
+    rewrite.module.scopes.iter().any(|scope| {
+        scope.facts.calls.iter().any(|site| {
+            scope
+                .bindings
+                .resolve_raw(&site.call.func)
+                .is_some_and(|raw| crate::analysis::library::is_tf1_only(&raw))
+        })
+    })
 }
