@@ -57,7 +57,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     (
         "DST311",
-        "tests/checker_removal/keras_own_session_config",
+        "tests/checker_removal/keras_session_config_from_helper",
         "train.py",
     ),
 ];

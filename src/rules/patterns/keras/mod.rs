@@ -69,6 +69,20 @@ impl Pattern for Keras {
         "horovod.tensorflow.keras"
     }
 
+    /// A module that hands Keras a session of its own (`K.set_session(...)`)
+    /// is pinned through that session's config; TF2's `tf.config` pinning
+    /// as well would leave the config naming a GPU no longer visible.
+    fn device_pinning_lines(
+        &self,
+        context: &RewriteContext,
+        names: &mut super::Names,
+    ) -> Vec<String> {
+        if sets_keras_session(context.module) {
+            return Vec::new();
+        }
+        super::tf2_device_pinning(context, names)
+    }
+
     /// A module whose only Keras code is a model's own `train_step` needs only
     /// the tape, from `horovod.tensorflow`.
     fn horovod_module_for(&self, analysis: &Analysis, module: &ModuleAnalysis) -> &'static str {
@@ -154,6 +168,7 @@ fn is_model_step_tape(site: &TrainingSite, text: &str) -> bool {
 fn rewrite_module(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     wrap_model_step_tapes(rewrite);
+    pin_own_sessions(rewrite);
     let mut compiled: HashSet<std::ops::Range<usize>> = HashSet::new();
     let (batch_steps, fits): (Vec<&TrainingSite>, Vec<&TrainingSite>) = module
         .sites
@@ -418,4 +433,41 @@ pub(super) fn rank_zero_verbose(rewrite: &mut ModuleRewrite, call: &ast::ExprCal
             }
         }
     }
+}
+
+/// Sessions of a module that makes Keras run in one of its own
+/// (`K.set_session(tf.Session(config=config))`): each reads the config it
+/// is given, so the config is pinned to the local rank's GPU.
+fn pin_own_sessions(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    if !sets_keras_session(module) {
+        return;
+    }
+    for scope in &module.scopes {
+        for site in &scope.facts.calls {
+            let session = Expr::Call(site.call.clone());
+            if super::tf1::is_session_call(rewrite, scope, &session) {
+                let prefix = super::tf1::tf1_prefix(rewrite, &site.call.func, "Session");
+                super::tf1::pin_session_config(
+                    rewrite,
+                    scope,
+                    site.statement,
+                    site.call,
+                    "config",
+                    &prefix,
+                );
+            }
+        }
+    }
+}
+
+/// The module hands Keras a session of its own: `set_session(...)` of the
+/// Keras backend.
+fn sets_keras_session(module: &ModuleAnalysis) -> bool {
+    module.scopes.iter().any(|scope| {
+        scope.facts.calls.iter().any(|site| {
+            matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "set_session")
+                && !site.call.args.is_empty()
+        })
+    })
 }

@@ -3,9 +3,14 @@ import keras
 import tensorflow as tf
 from keras import backend as K
 
-config = tf.ConfigProto()
-config.gpu_options.allow_growth = True
-K.set_session(tf.Session(config=config))
+
+def session_config():
+    config = tf.ConfigProto()
+    config.gpu_options.allow_growth = True
+    return config
+
+
+K.set_session(tf.Session(config=session_config()))
 
 x = np.random.rand(256, 8)
 y = keras.utils.to_categorical(np.random.randint(0, 2, 256), 2)
