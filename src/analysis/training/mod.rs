@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use rayon::prelude::*;
-use rustpython_parser::ast::{self, Stmt};
+use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::bindings::Bindings;
 use super::index::{self, ScopeIndex, SemanticIndex};
@@ -95,6 +95,35 @@ impl Scope<'_> {
 
     pub fn range(&self) -> Option<Range<usize>> {
         self.function.map(span)
+    }
+
+    /// The calls of a method chain, outermost last, followed back through
+    /// the name it starts from to the chains last assigned to it in this
+    /// scope before (`ds = src.map(f)`, then `ds.take(n)` gives `src`'s
+    /// calls, `map`, `take`). A bounded walk: a name assigned from itself in
+    /// a loop must not spin.
+    pub fn chain_through_names<'e>(&'e self, expr: &'e Expr) -> Vec<(&'e str, &'e ast::ExprCall)> {
+        let mut calls = Vec::new();
+        let mut current = expr;
+        let mut before = span(expr).start;
+        for _ in 0..16 {
+            let mut chain = crate::analysis::walk::method_chain(current);
+            chain.append(&mut calls);
+            calls = chain;
+            let root = crate::analysis::walk::chain_root(current);
+            let Some(name) = crate::analysis::walk::dotted_name(root) else {
+                break;
+            };
+            // Assigned by a statement that ended before (not the one holding `expr`).
+            let Some(assignment) = self.facts.assignments.iter().rfind(|assignment| {
+                assignment.name == name && span(assignment.statement).end <= before
+            }) else {
+                break;
+            };
+            before = span(assignment.statement).start;
+            current = assignment.value;
+        }
+        calls
     }
 }
 

@@ -186,6 +186,10 @@ fn uncounted_source(
     };
     let receiver = span(attribute.value.as_ref());
     let mut source = program.calls().iter().find(|call| call.range() == receiver);
+    // Through steps that keep a count TensorFlow knows (`src.map(f).take(n)`).
+    if !source.is_some_and(|source| is_data_source(program, source)) {
+        source = counted_upstream(program, apply.scope, attribute.value.as_ref()).or(source);
+    }
     // Windows of a series are counted when the series is: judge the series.
     if let Some(windows) = source
         && program.has_effect(windows, &Effect::WindowsSeries)
@@ -213,6 +217,39 @@ fn uncounted_source(
         Some(_) => None,
         None => Some(format!("`{shown}`, whose count the checker cannot see")),
     }
+}
+
+fn is_data_source(program: &Program, call: &crate::checker::program::ScopedCall) -> bool {
+    program.known(call).entry().is_some_and(|entry| {
+        entry
+            .effects
+            .iter()
+            .any(|effect| matches!(effect, Effect::DataSource { .. }))
+    })
+}
+
+/// The data source a stream comes from when every step after it keeps a
+/// count TensorFlow knows (`map`, `take`, `cache`, `prefetch`), followed
+/// back through the names the scope assigned it to.
+fn counted_upstream<'p>(
+    program: &'p Program,
+    scope: &crate::analysis::training::Scope,
+    stream: &Expr,
+) -> Option<&'p crate::checker::program::ScopedCall<'p, 'p>> {
+    let chain = scope.chain_through_names(stream);
+    let (position, source) = chain.iter().enumerate().find_map(|(position, (_, call))| {
+        program
+            .calls()
+            .iter()
+            .find(|candidate| {
+                candidate.range() == span(*call) && is_data_source(program, candidate)
+            })
+            .map(|source| (position, source))
+    })?;
+    let keeps_count = chain[position + 1..]
+        .iter()
+        .all(|(method, _)| matches!(*method, "map" | "take" | "cache" | "prefetch"));
+    keeps_count.then_some(source)
 }
 
 /// The source call of the series a `.window(...)` call cuts: its receiver,

@@ -525,8 +525,9 @@ fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>>
         });
         for scope in [call.scope, &program.module.scopes[0]] {
             for assignment in &scope.facts.assignments {
+                // Assigned before the statement that shards, not by it.
                 if names.contains(&assignment.name)
-                    && span(assignment.statement).start < call.range().start
+                    && span(assignment.statement).end <= call.range().start
                 {
                     upstream.push(assignment.value);
                 }

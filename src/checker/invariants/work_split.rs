@@ -13,12 +13,10 @@
 
 use rustpython_parser::ast::Expr;
 
-use super::facts::{applies_helper, method_chain};
+use super::facts::applies_helper;
 use crate::analysis::training::Scope;
-use crate::analysis::walk::dotted_name;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
-use crate::python::parse::span;
 
 pub const WORK_SPLIT: Code = Code::new(
     "DST304",
@@ -106,36 +104,12 @@ fn chain_methods(
     helpers: &[&str],
 ) -> Vec<String> {
     let expr = Expr::Call(call.clone());
-    let mut methods: Vec<String> = Vec::new();
-    let mut current: &Expr = &expr;
-    let mut before = span(call).start;
-    // A bounded walk: a name assigned from itself in a loop must not spin.
-    for _ in 0..16 {
-        let mut chain: Vec<String> = method_chain(current)
-            .iter()
-            .map(|(method, call)| match applies_helper(call, helpers) {
-                true => String::from("shard"),
-                false => method.to_string(),
-            })
-            .collect();
-        chain.append(&mut methods);
-        methods = chain;
-        let mut root = current;
-        while let Expr::Call(inner) = root
-            && let Expr::Attribute(attribute) = inner.func.as_ref()
-        {
-            root = &attribute.value;
-        }
-        let Some(name) = dotted_name(root) else {
-            break;
-        };
-        let Some(assignment) = scope.facts.assignments.iter().rfind(|assignment| {
-            assignment.name == name && span(assignment.statement).start < before
-        }) else {
-            break;
-        };
-        before = span(assignment.statement).start;
-        current = assignment.value;
-    }
-    methods
+    scope
+        .chain_through_names(&expr)
+        .iter()
+        .map(|(method, call)| match applies_helper(call, helpers) {
+            true => String::from("shard"),
+            false => method.to_string(),
+        })
+        .collect()
 }

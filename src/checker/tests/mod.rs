@@ -252,6 +252,26 @@ fn work_split_once() {
                     ),
                 ),
             ),
+            (
+                "shard of a name, cut by a whole take in a later statement",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "ds = tf.data.Dataset.range(60000)\nds = ds.shard(hvd.size(), hvd.rank())\nds = ds.take(20000).batch(100)\nfor x in ds:\n{step}"
+                    ),
+                ),
+            ),
+            (
+                "the examples taken, then sharded in the same statement",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "ds = tf.data.Dataset.range(60000)\nds = ds.take(20000).shard(hvd.size(), hvd.rank()).batch(100)\nfor x in ds:\n{step}"
+                    ),
+                ),
+            ),
         ],
     );
 }

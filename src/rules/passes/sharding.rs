@@ -51,7 +51,9 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
         }
         OwnOrder::Kept => return false,
     }
-    let shard_after = windows_of(rewrite, &source).unwrap_or(source);
+    let shard_after = windows_of(rewrite, &source)
+        .or_else(|| examples_taken_from(rewrite, &source))
+        .unwrap_or(source);
     let helper = equal_shard_helper(rewrite, shard_after.start);
     rewrite.edit(Edit::insertion(
         shard_after.end,
@@ -79,6 +81,34 @@ fn windows_of(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option<Range<us
         })
         .map(|site| span(site.call))
         .min_by_key(|window| window.start)
+}
+
+/// `take(n)` of the source's examples, in the scope that builds it, before
+/// anything batches, shuffles or repeats them (`src.map(f).take(20000)`):
+/// the examples the job trains on are those `n`, so the shard goes after
+/// the cut, each worker taking its part of them. A shard before it would
+/// leave each worker up to `n` examples of its own: no less work.
+fn examples_taken_from(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option<Range<usize>> {
+    let (builder, _) = source_call(rewrite, source)?;
+    let mut cuts = builder.facts.calls.iter().filter_map(|site| {
+        let Expr::Attribute(attribute) = site.call.func.as_ref() else {
+            return None;
+        };
+        if attribute.attr.as_str() != "take" || span(site.call).start < source.end {
+            return None;
+        }
+        let expr = Expr::Call(site.call.clone());
+        let chain = builder.chain_through_names(&expr);
+        let from_source = chain.iter().position(|(_, call)| span(*call) == *source)?;
+        let reordered = chain[from_source..].iter().any(|(method, _)| {
+            matches!(
+                *method,
+                "batch" | "padded_batch" | "shuffle" | "repeat" | "window" | "skip"
+            )
+        });
+        (!reordered).then(|| span(site.call))
+    });
+    cuts.next()
 }
 
 /// The call at a source's range, with the scope whose statements hold it.
