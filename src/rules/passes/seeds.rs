@@ -104,10 +104,20 @@ fn split_drawn_after(
     if !matches!(generator, "numpy.random" | "random") {
         return None;
     }
-    // Training runs in a loop: draws after the first top-level loop are
-    // the training's own (or an evaluation's).
+    // Training starts at the first top-level loop after the seed (draws
+    // after it are the training's own, or an evaluation's), and not before
+    // the first top-level training site: a loop that reads a file before a
+    // `fit` trains nothing. A session's site is where it is made, before
+    // its loop.
     let seeded_at = span(seeding).end;
-    let first_training = rewrite
+    let top_level_site = rewrite
+        .module
+        .sites
+        .iter()
+        .filter(|site| site.scope == 0 && site.range.start > seeded_at)
+        .map(|site| site.range.start)
+        .min();
+    let first_loop = rewrite
         .module
         .module
         .body
@@ -130,7 +140,11 @@ fn split_drawn_after(
             );
             loops
         })
-        .map(|statement| span(statement).start)?;
+        .map(|statement| span(statement).start);
+    let first_training = match (top_level_site, first_loop) {
+        (Some(site), Some(first_loop)) => site.max(first_loop),
+        (site, first_loop) => site.or(first_loop)?,
+    };
     scope
         .facts
         .calls
