@@ -80,6 +80,7 @@ e2e_cases!(
     tf1_iterator_over_arrays,
     keras_own_session_config,
     tape_examples_taken_then_shuffled,
+    keras_records_written_then_read,
     tf1_last_step_save,
     tape_uneven_example_count,
     keras_cosine_decay_horizon,

@@ -106,10 +106,12 @@ struct PathText {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct WritesText {
     path: Option<ArgumentText>,
     when: Option<ConditionText>,
+    #[serde(default)]
+    input_data: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -322,6 +324,7 @@ fn add_entries(
                 NameEffectText::Writes => Effect::Writes {
                     path: None,
                     when: None,
+                    input_data: false,
                 },
                 NameEffectText::Downloads => Effect::Downloads {
                     to: None,
@@ -355,6 +358,7 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
         effects.push(Effect::Writes {
             path: argument(writes.path.as_ref())?,
             when: condition(writes.when.as_ref())?,
+            input_data: writes.input_data,
         });
     }
     if let Some(reads) = &text.reads {

@@ -166,9 +166,12 @@ pub enum ShardLevel {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     /// Writes the path in `path`; only when `when` holds, if given.
+    /// `input_data`: what it writes is data the job reads in to train (a
+    /// record file), so the others wait for rank 0's write before going on.
     Writes {
         path: Option<Argument>,
         when: Option<Condition>,
+        input_data: bool,
     },
     Reads {
         path: Option<Argument>,

@@ -208,6 +208,7 @@ fn write(program: &Program, call: &ScopedCall, effect: &Effect) -> Decision {
         Effect::Writes {
             when: Some(condition),
             path,
+            ..
         } => {
             condition.on(call.site.call) == Certainty::Holds
                 && path

@@ -277,18 +277,34 @@ fn barrier_before_reading_back(
     let Some(save) = save else {
         return;
     };
-    let reads_back = scope.facts.calls.iter().any(|site| {
-        span(site.statement).start >= group_end
-            && reads_without_writing(effects(site.call), site.call)
-            && effects(site.call).iter().any(|effect| {
-                let read = path_argument(effect, site.call)
-                    .map(path_tokens)
-                    .unwrap_or_default();
-                written.is_empty()
-                    || read.is_empty()
-                    || read.iter().any(|token| written.contains(token))
+    // Input data (records) is read back by the pipeline the job trains on,
+    // wherever that is built.
+    let input_data = group.iter().any(|stmt| {
+        calls_in_statement(stmt).into_iter().any(|call| {
+            effects(call).iter().any(|effect| {
+                matches!(
+                    effect,
+                    Effect::Writes {
+                        input_data: true,
+                        ..
+                    }
+                )
             })
+        })
     });
+    let reads_back = input_data
+        || scope.facts.calls.iter().any(|site| {
+            span(site.statement).start >= group_end
+                && reads_without_writing(effects(site.call), site.call)
+                && effects(site.call).iter().any(|effect| {
+                    let read = path_argument(effect, site.call)
+                        .map(path_tokens)
+                        .unwrap_or_default();
+                    written.is_empty()
+                        || read.is_empty()
+                        || read.iter().any(|token| written.contains(token))
+                })
+        });
     let barrier_below = rewrite
         .named_barriers("save_barrier")
         .iter()
