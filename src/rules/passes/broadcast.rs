@@ -76,9 +76,25 @@ pub fn place_broadcast(
     );
     let line = rewrite.module.module.source.line_label(span(after).start);
     let how = match step_name {
-        Some(step) => format!(
-            "variables are broadcast from rank 0 once, after the first call of `{step}` ({line}), guarded by the Python flag `{flag}` in the calling loop: Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
-        ),
+        Some(step) => {
+            // Only a compiled step's Python runs while tracing alone.
+            let compiled = rewrite
+                .module
+                .scopes
+                .iter()
+                .any(|scope| scope.name() == step && scope.is_tf_function);
+            let why = match compiled {
+                true => {
+                    "Python inside a @tf.function runs only while tracing, so the flag is kept outside it"
+                }
+                false => {
+                    "the step function starts afresh at each call, so the flag is kept outside it"
+                }
+            };
+            format!(
+                "variables are broadcast from rank 0 once, after the first call of `{step}` ({line}), guarded by the Python flag `{flag}` in the calling loop: {why}"
+            )
+        }
         None if matches!(home, FlagHome::Global(_)) => format!(
             "variables are broadcast from rank 0 once, after the first optimizer step ({line}), guarded by the module global `{flag}`: the function holding the step runs once per call, with no loop of its own"
         ),
