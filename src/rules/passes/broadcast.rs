@@ -77,11 +77,12 @@ pub fn place_broadcast(
     let line = rewrite.module.module.source.line_label(span(after).start);
     let how = match step_name {
         Some(step) => {
-            // Only a compiled step's Python runs while tracing alone.
+            // Only a compiled step (in any module) runs its Python while tracing alone.
             let compiled = rewrite
-                .module
-                .scopes
+                .analysis
+                .modules
                 .iter()
+                .flat_map(|module| module.scopes.iter())
                 .any(|scope| scope.name() == step && scope.is_tf_function);
             let why = match compiled {
                 true => {
