@@ -292,22 +292,42 @@ impl<'a> Analysis<'a> {
                 continue;
             }
             pending.extend(summary.calls.iter().cloned());
-            let defined_in = self
-                .modules
-                .iter()
-                .filter(|other| other.module.name == summary.module);
-            reached.extend(defined_in.flat_map(|other| {
-                other
-                    .scopes
-                    .iter()
-                    .filter(|scope| scope.qualified_name == function)
-            }));
+            if let Some((module, scope_index)) = self.scope_of_function(&function) {
+                reached.push(&module.scopes[scope_index]);
+            }
         }
         reached
+    }
+
+    /// The module that defines a package function (by qualified name) and
+    /// the index of the function's scope in it.
+    pub fn scope_of_function(&self, function: &str) -> Option<(&ModuleAnalysis<'a>, usize)> {
+        let summary = self.functions.get(function)?;
+        self.modules
+            .iter()
+            .filter(|module| module.module.name == summary.module)
+            .find_map(|module| {
+                let index = module
+                    .scopes
+                    .iter()
+                    .position(|scope| scope.qualified_name == function)?;
+                Some((module, index))
+            })
     }
 }
 
 impl<'a> ModuleAnalysis<'a> {
+    /// The first call, in scope order, of an API only TensorFlow 1 has
+    /// (`tf.contrib`, `tf.logging`, `tf.Session`): the program runs TF1.
+    pub fn tensorflow_1_only_call(&self) -> Option<&ast::ExprCall> {
+        self.scopes.iter().find_map(|scope| {
+            scope.facts.calls.iter().find_map(|site| {
+                let raw = scope.bindings.resolve_raw(&site.call.func)?;
+                crate::analysis::library::is_tf1_only(&raw).then_some(site.call)
+            })
+        })
+    }
+
     /// A module's models and its own training sites, not yet linked to other modules.
     fn new(
         package: &Package,

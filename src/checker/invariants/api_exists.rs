@@ -111,10 +111,8 @@ fn violation(range: std::ops::Range<usize>, message: String) -> Decision {
 /// The line of the first TF1-only API the module reads (`tf.Session`,
 /// `tf.contrib`, `tf.logging`, `tf.placeholder`), reached without `compat.v1`.
 fn tf1_marker(program: &Program) -> Option<usize> {
-    program.calls().iter().find_map(|call| {
-        let raw = call.scope.bindings.resolve_raw(&call.site.call.func)?;
-        library::is_tf1_only(&raw).then(|| program.line(call.range().start))
-    })
+    let call = program.module.tensorflow_1_only_call()?;
+    Some(program.line(span(call).start))
 }
 
 /// `import keras` judged Keras 3 with `horovod.tensorflow.keras` or `horovod.keras` bound.

@@ -660,21 +660,7 @@ fn helper_drawing_batches(program: &Program, call: &ScopedCall) -> Option<String
             continue;
         }
         // The function's own scope, in whichever module defines it.
-        let Some(summary) = analysis.functions.get(&function) else {
-            continue;
-        };
-        let Some(module) = analysis
-            .modules
-            .iter()
-            .find(|module| module.module.name == summary.module)
-        else {
-            continue;
-        };
-        let Some(scope_index) = module
-            .scopes
-            .iter()
-            .position(|scope| scope.qualified_name == function)
-        else {
+        let Some((module, scope_index)) = analysis.scope_of_function(&function) else {
             continue;
         };
         for site in &module.scopes[scope_index].facts.calls {

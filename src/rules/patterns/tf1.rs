@@ -388,5 +388,13 @@ pub fn divide_stop_at_step_hooks(rewrite: &mut ModuleRewrite) {
 
 /// `tf.Session(...)` or `tf.InteractiveSession(...)`.
 pub fn is_session_call(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr) -> bool {
-    matches!(expr, Expr::Call(call) if matches!(canonical_callee(rewrite, scope, call).as_deref(), Some("tensorflow.Session" | "tensorflow.InteractiveSession")))
+    matches!(expr, Expr::Call(call) if makes_session(rewrite, scope, call))
+}
+
+/// `tf.Session(...)` or `tf.InteractiveSession(...)`, under any import name.
+pub fn makes_session(rewrite: &ModuleRewrite, scope: &Scope, call: &ast::ExprCall) -> bool {
+    matches!(
+        canonical_callee(rewrite, scope, call).as_deref(),
+        Some("tensorflow.Session" | "tensorflow.InteractiveSession")
+    )
 }

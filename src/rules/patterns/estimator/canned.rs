@@ -198,7 +198,8 @@ fn explicit<'a>(
         true => argument.rate.to_string(),
         false => format!("{} * {}", argument.rate, rewrite.horovod_call("size")),
     };
-    let tf1_program = runs_tensorflow_1(rewrite);
+    // TF1's canned Estimators take `tf.train` optimizers; it has no `legacy` ones.
+    let tf1_program = rewrite.module.tensorflow_1_only_call().is_some();
     let built = if estimator.contains("v1") || tf1_program {
         let class = if class == "SGD" {
             "GradientDescent"
@@ -309,18 +310,4 @@ fn wrap_in_place(rewrite: &mut ModuleRewrite, hvd: &str, range: Range<usize>) {
         format!("{hvd}.DistributedOptimizer("),
     ));
     rewrite.edit(Edit::insertion(range.end, ")"));
-}
-
-/// The module calls an API only TensorFlow 1 has (`tf.contrib`,
-/// `tf.logging`, `tf.Session`): its canned Estimators are TensorFlow 1's,
-/// which take `tf.train` optimizers (it has no `tf.keras.optimizers.legacy`).
-fn runs_tensorflow_1(rewrite: &ModuleRewrite) -> bool {
-    rewrite.module.scopes.iter().any(|scope| {
-        scope.facts.calls.iter().any(|site| {
-            scope
-                .bindings
-                .resolve_raw(&site.call.func)
-                .is_some_and(|raw| crate::analysis::library::is_tf1_only(&raw))
-        })
-    })
 }

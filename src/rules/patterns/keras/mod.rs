@@ -445,8 +445,7 @@ fn pin_own_sessions(rewrite: &mut ModuleRewrite) {
     }
     for scope in &module.scopes {
         for site in &scope.facts.calls {
-            let session = Expr::Call(site.call.clone());
-            if super::tf1::is_session_call(rewrite, scope, &session) {
+            if super::tf1::makes_session(rewrite, scope, site.call) {
                 let prefix = super::tf1::tf1_prefix(rewrite, &site.call.func, "Session");
                 super::tf1::pin_session_config(
                     rewrite,
