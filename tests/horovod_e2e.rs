@@ -75,6 +75,7 @@ e2e_cases!(
     keras_tensorflow_imported_late,
     tf1_modular_offset_cursor,
     tf1_batches_drawn_by_helper,
+    tf1_global_cursor_left_whole,
     tf1_session_run_in_helper,
     tf1_picture_without_data,
     tf1_iterator_over_arrays,

@@ -4,6 +4,7 @@
 pub mod bindings;
 pub mod call_graph;
 pub mod catalogue;
+pub mod cursors;
 pub mod effects;
 pub mod import_lines;
 pub mod index;

@@ -190,39 +190,14 @@ impl Invariant for DataDiffers {
     }
 }
 
-/// A slice of the data at a cursor the program advances itself, with no
-/// rank in it: a `global` index advanced by `+=` (`data[data_index:...]`),
-/// or an offset computed from the step (`offset = (step * batch) % n`).
+/// A cut of the data at a cursor the program advances itself, with no rank
+/// in it: a `global` index a function advances (`data[data_index:...]`), or
+/// an offset computed from the step (`offset = (step * batch) % n`).
 fn deterministic_cursor(program: &Program) -> Option<std::ops::Range<usize>> {
+    if let Some(cursor) = crate::analysis::cursors::global_cursor(program.module) {
+        return Some(cursor.cut);
+    }
     for scope in &program.module.scopes {
-        let globals: Vec<&str> = scope
-            .facts
-            .statements
-            .iter()
-            .filter_map(|statement| match statement {
-                Stmt::Global(global) => Some(
-                    global
-                        .names
-                        .iter()
-                        .map(|name| name.as_str())
-                        .collect::<Vec<_>>(),
-                ),
-                _ => None,
-            })
-            .flatten()
-            .collect();
-        let advanced: Vec<&str> = scope
-            .facts
-            .statements
-            .iter()
-            .filter_map(|statement| match statement {
-                Stmt::AugAssign(node) => match node.target.as_ref() {
-                    Expr::Name(name) => Some(name.id.as_str()),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect();
         let step_offsets: Vec<&str> = scope
             .facts
             .assignments
@@ -247,9 +222,7 @@ fn deterministic_cursor(program: &Program) -> Option<std::ops::Range<usize>> {
                 let Some(Expr::Name(lower)) = slice.lower.as_deref() else {
                     return;
                 };
-                let name = lower.id.as_str();
-                let global_cursor = globals.contains(&name) && advanced.contains(&name);
-                if global_cursor || step_offsets.contains(&name) {
+                if step_offsets.contains(&lower.id.as_str()) {
                     found = Some(span(expr));
                 }
             });

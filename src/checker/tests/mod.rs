@@ -814,6 +814,28 @@ fn real_code_shapes() {
         ),
         (
             DATA_DIFFERS,
+            "a global cursor advanced modulo the data, read by index",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                &format!(
+                    "import random\ndata = list(range(1000))\ndata_index = 0\ndef next_word():\n    global data_index\n    word = data[data_index]\n    data_index = (data_index + 1) % len(data)\n    return word, random.random()\n{divided}    next_word()\n"
+                ),
+            ),
+        ),
+        (
+            DATA_DIFFERS,
+            "a global counter only written at, batches drawn at random",
+            Verdict::Proven,
+            with(
+                HEADER,
+                &format!(
+                    "import numpy as np\nx = np.random.rand(1000, 2)\nhistory = [0.0] * 100\ncalls = 0\ndef record(value):\n    global calls\n    history[calls] = value\n    calls += 1\n{divided}    batch = x[np.random.randint(0, 1000, 8)]\n    record(1.0)\n"
+                ),
+            ),
+        ),
+        (
+            DATA_DIFFERS,
             "an offset computed from the step",
             Verdict::Unknown,
             with(

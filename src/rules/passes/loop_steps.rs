@@ -68,6 +68,12 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> 
 
 fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
     let limits = step_limits(loop_statement);
+    if counts_steps(loop_statement, &limits)
+        && let Some(cursor) = crate::analysis::cursors::global_cursor(rewrite.module)
+    {
+        report_global_cursor(rewrite, loop_statement, &cursor);
+        return WorkSplit::NotSplit;
+    }
     if !limits.is_empty() {
         for limit in limits {
             divide_bound(rewrite, loop_statement, limit);
@@ -130,7 +136,13 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
     if rewrite.had_horovod {
         return false;
     }
-    if !step_limits(loop_statement).is_empty() {
+    let limits = step_limits(loop_statement);
+    if counts_steps(loop_statement, &limits)
+        && crate::analysis::cursors::global_cursor(rewrite.module).is_some()
+    {
+        return true;
+    }
+    if !limits.is_empty() {
         return false;
     }
     let Stmt::For(for_loop) = loop_statement else {
@@ -148,6 +160,45 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
     }
     let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
     !(rewrite.options.shard_datasets && is_shardable(rewrite, scope, iterable))
+}
+
+/// Whether the loop counts steps (a step limit, or `range(...)` that is not a
+/// batch cursor of its own) rather than walking a dataset.
+fn counts_steps(loop_statement: &Stmt, limits: &[&Expr]) -> bool {
+    if !limits.is_empty() {
+        return true;
+    }
+    let Stmt::For(for_loop) = loop_statement else {
+        return false;
+    };
+    !super::cursor_share::is_batch_cursor(for_loop)
+        && range_bound(unwrap_enumerate(&for_loop.iter)).is_some()
+}
+
+/// The steps of a loop whose batches a global cursor cuts are left whole:
+/// every worker would advance the cursor through the same positions.
+fn report_global_cursor(
+    rewrite: &mut ModuleRewrite,
+    loop_statement: &Stmt,
+    cursor: &crate::analysis::cursors::GlobalCursor,
+) {
+    let at = match loop_statement {
+        Stmt::For(for_loop) => span(for_loop.iter.as_ref()),
+        other => span(other),
+    };
+    let line = rewrite.module.module.source.line_label(cursor.cut.start);
+    rewrite.diagnose(
+        Diagnostic::new(
+            DATASET_NOT_SHARDED,
+            at,
+            format!("the batches are cut at `{}` ({line}), a global cursor that every worker would advance through the same positions: the loop was not divided, so each worker trains on the same batches as one process would, and the learning rate was left as written", cursor.name),
+        )
+        .with_suggestion(format!(
+            "start each worker's cursor at its own offset and advance it by {size} batches, or shard the data with `.shard({size}, {rank})`, to gain from more workers",
+            size = rewrite.horovod_call("size"),
+            rank = rewrite.horovod_call("rank")
+        )),
+    );
 }
 
 /// `x` in `enumerate(x)` or `enumerate(x, 1)`; the iterable itself otherwise.
