@@ -97,6 +97,7 @@ e2e_cases!(
     keras_gan_own_compile,
     tf1_full_batch_chained_minimize,
     keras_full_batch_arrays,
+    keras_mixed_split_fits,
     keras_string_optimizer,
     keras_model_from_module,
     keras_callbacks,

@@ -262,8 +262,12 @@ fn rewrite_one_pattern<'a>(
     // rewritten, after some rates may have been scaled: a module with a loop
     // left whole is proposed again with no rate scaled (invariant 5), so that
     // every DST101 saying the rate was left as written is true.
-    match propose(analysis, module, pattern, options, false) {
-        (_, WorkSplit::NotEverywhere) => propose(analysis, module, pattern, options, true).0,
+    // The loops left whole are known then: a Keras fit's keeps only the rate
+    // of the optimizers compiled for it, another loop's every rate.
+    match propose(analysis, module, pattern, options, None) {
+        (_, WorkSplit::NotEverywhere(left_whole)) => {
+            propose(analysis, module, pattern, options, Some(left_whole)).0
+        }
         (result, _) => result,
     }
 }
@@ -271,7 +275,7 @@ fn rewrite_one_pattern<'a>(
 /// Whether every training loop of a proposal had its work split.
 enum WorkSplit {
     Everywhere,
-    NotEverywhere,
+    NotEverywhere(passes::learning_rate::LoopsLeftWhole),
 }
 
 fn propose<'a>(
@@ -279,11 +283,14 @@ fn propose<'a>(
     module: &'a ModuleAnalysis<'a>,
     pattern: TrainingPattern,
     options: RuleOptions,
-    keep_rates: bool,
+    left_whole: Option<passes::learning_rate::LoopsLeftWhole>,
 ) -> (ModuleRewriteResult, WorkSplit) {
     let plugin = patterns::plugin_for(pattern);
     let mut rewrite = ModuleRewrite::new(analysis, module, plugin, options);
-    rewrite.learning_rates.work_not_split = keep_rates;
+    let second_proposal = left_whole.is_some();
+    if let Some(left_whole) = left_whole {
+        rewrite.learning_rates.remember(left_whole);
+    }
     // Code that already uses Horovod chose how to wrap its optimizers.
     let refusals = match rewrite.had_horovod {
         true => Vec::new(),
@@ -332,8 +339,8 @@ fn propose<'a>(
     );
     assumptions::check(&mut rewrite);
     let owner = single_gpu_training(module, plugin, &rewrite);
-    let split = match rewrite.learning_rates.work_not_split && !keep_rates {
-        true => WorkSplit::NotEverywhere,
+    let split = match rewrite.learning_rates.work_not_split() && !second_proposal {
+        true => WorkSplit::NotEverywhere(rewrite.learning_rates.loops_left_whole()),
         false => WorkSplit::Everywhere,
     };
     let result = ModuleRewriteResult {

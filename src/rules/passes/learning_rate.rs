@@ -3,6 +3,9 @@
 //! the library default added as a keyword), since N workers average N times
 //! fewer gradient steps over the same data. A schedule passed to an optimizer
 //! is scaled, not both; a rate that already uses `hvd.size()` is left alone.
+//! The rate of an optimizer that drives a loop left whole stays as written:
+//! per optimizer where the fits it drives are known (`fits_driven`), else for
+//! the whole module.
 //!
 //! Input: every call of every scope, and the calls patterns already rewrote
 //! as a whole (`LearningRateState::handled_calls`). Output: the scaling edits,
@@ -58,21 +61,75 @@ pub struct LearningRateState {
     pub schedule_wrapper: Option<String>,
     /// The first optimizer or schedule whose rate was scaled: where DST102 points.
     pub first_scaled_call: Option<Range<usize>>,
-    /// A training loop whose work could not be split among the workers: the
-    /// rate stays as written, since each worker takes as many steps as one
-    /// GPU did and a scaled rate would only train worse.
-    pub work_not_split: bool,
+    /// The loops whose work could not be split among the workers.
+    left_whole: LoopsLeftWhole,
     /// A warm-up callback was added to a fit: no DST102 advice is needed.
     pub warmup_added: bool,
     /// Why a fit got no warm-up callback, when a pattern knows.
     pub why_no_warmup: Option<String>,
 }
 
+/// The training loops of a module whose work could not be split: each
+/// worker takes as many steps as one GPU did, so the rate of the optimizer
+/// driving one stays as written (a scaled rate would only train worse).
+#[derive(Debug, Default, Clone)]
+pub struct LoopsLeftWhole {
+    /// A loop whose optimizer cannot be told apart from the others': every
+    /// rate of the module stays as written.
+    every_rate: bool,
+    /// Keras fits (call ranges): the rates of the optimizers compiled for
+    /// them stay as written, the others' follow their own fits.
+    fits: Vec<Range<usize>>,
+}
+
+impl LearningRateState {
+    /// A loop was left whole: every rate of the module stays as written.
+    pub fn leave_rates(&mut self) {
+        self.left_whole.every_rate = true;
+    }
+
+    /// A Keras fit was left whole: the optimizers it is compiled with keep
+    /// their rates.
+    pub fn leave_rate_of_fit(&mut self, fit: Range<usize>) {
+        if !self.left_whole.fits.contains(&fit) {
+            self.left_whole.fits.push(fit);
+        }
+    }
+
+    /// Whether some loop of the module was left whole.
+    pub fn work_not_split(&self) -> bool {
+        self.left_whole.every_rate || !self.left_whole.fits.is_empty()
+    }
+
+    /// The loops left whole, for a second proposal that knows them all
+    /// before it scales any rate.
+    pub fn loops_left_whole(&self) -> LoopsLeftWhole {
+        self.left_whole.clone()
+    }
+
+    pub fn remember(&mut self, left_whole: LoopsLeftWhole) {
+        self.left_whole = left_whole;
+    }
+
+    /// Whether an optimizer that drives exactly these fits (`None`: fits the
+    /// tool cannot name) keeps its rate.
+    pub fn rate_stays_for(&self, fits: Option<&[Range<usize>]>) -> bool {
+        match fits {
+            _ if !self.work_not_split() => false,
+            _ if self.left_whole.every_rate => true,
+            Some(fits) if !fits.is_empty() => {
+                fits.iter().any(|fit| self.left_whole.fits.contains(fit))
+            }
+            _ => true,
+        }
+    }
+}
+
 /// Scales every optimizer and schedule construction the patterns left alone.
 pub fn run(rewrite: &mut ModuleRewrite) {
     // A module that already uses Horovod chose its rates (Horovod's own
     // benchmarks keep theirs); one whose work is not split must keep them.
-    if rewrite.learning_rates.work_not_split || rewrite.had_horovod {
+    if rewrite.had_horovod {
         return;
     }
     let module = rewrite.module;
@@ -174,8 +231,11 @@ pub fn scale_call_learning_rate(
     call: &ast::ExprCall,
     schedule_names: &HashSet<String>,
 ) -> bool {
-    if rewrite.learning_rates.work_not_split {
-        return false;
+    if rewrite.learning_rates.work_not_split() {
+        let fits = super::fits_driven::fits_driven_by(rewrite, scope, call);
+        if rewrite.learning_rates.rate_stays_for(fits.as_deref()) {
+            return false;
+        }
     }
     let Some(class) = rewrite.library_class_of_call(scope, call) else {
         return false;

@@ -61,7 +61,7 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> 
     }
     let split = split_loop(rewrite, loop_statement);
     if split == WorkSplit::NotSplit {
-        rewrite.learning_rates.work_not_split = true;
+        rewrite.learning_rates.leave_rates();
     }
     split
 }

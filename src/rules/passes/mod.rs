@@ -9,6 +9,7 @@ pub mod cursor_share;
 pub mod device_pinning;
 pub mod downloads;
 pub mod end_of_data;
+pub mod fits_driven;
 pub mod graph_input;
 pub mod init_block;
 pub mod learning_rate;

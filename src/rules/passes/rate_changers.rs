@@ -39,7 +39,7 @@ pub const RATE_CHANGER_ELSEWHERE: Code = Code::new(
 pub const CODES: &[Code] = &[RATE_CHANGER_SCALED, RATE_CHANGER_ELSEWHERE];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
-    if rewrite.learning_rates.work_not_split || rewrite.had_horovod {
+    if rewrite.learning_rates.work_not_split() || rewrite.had_horovod {
         return;
     }
     let module = rewrite.module;

@@ -26,7 +26,7 @@ pub const SCHEDULE_STEPS_DIVIDED: Code = Code::new(
 pub const CODES: &[Code] = &[SCHEDULE_STEPS_DIVIDED];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
-    if rewrite.learning_rates.work_not_split || rewrite.had_horovod {
+    if rewrite.learning_rates.work_not_split() || rewrite.had_horovod {
         return;
     }
     let module = rewrite.module;

@@ -373,7 +373,7 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
             if !sessions.contains(receiver.as_str()) {
                 if scope.parameters.contains(&receiver) && trains {
                     // Its steps are not divided: the rate must stay as written.
-                    rewrite.learning_rates.work_not_split = true;
+                    rewrite.learning_rates.leave_rates();
                     rewrite.diagnose(
                         Diagnostic::new(SESSION_USED_ACROSS_FUNCTIONS, span(call), format!("`{receiver}` is a session created in another function; the loop here is not divided among workers and the learning rate was left as written"))
                             .with_suggestion("create and run the session in the same function, or divide the step count yourself with `// hvd.size()`"),

@@ -194,7 +194,7 @@ fn explicit<'a>(
         };
     };
     let tf = &rewrite.tf;
-    let rate = match rewrite.learning_rates.work_not_split {
+    let rate = match rewrite.learning_rates.work_not_split() {
         true => argument.rate.to_string(),
         false => format!("{} * {}", argument.rate, rewrite.horovod_call("size")),
     };

@@ -684,6 +684,6 @@ fn note_unsplit_loops(
         .iter()
         .any(|training_loop| leaves_work_whole(rewrite, training_loop))
     {
-        rewrite.learning_rates.work_not_split = true;
+        rewrite.learning_rates.leave_rates();
     }
 }

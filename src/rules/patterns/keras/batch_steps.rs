@@ -218,7 +218,7 @@ fn divide_caller_loop(rewrite: &mut ModuleRewrite, scope: &Scope, step: &BatchSt
             divide_loop_steps(rewrite, caller_loop);
         }
         None => {
-            rewrite.learning_rates.work_not_split = true;
+            rewrite.learning_rates.leave_rates();
             rewrite.diagnose(Diagnostic::new(
                 DATASET_NOT_SHARDED,
                 step.range.clone(),
@@ -230,7 +230,7 @@ fn divide_caller_loop(rewrite: &mut ModuleRewrite, scope: &Scope, step: &BatchSt
 
 /// A batch step at module level outside any loop: one step, nothing to split.
 fn report_no_loop(rewrite: &mut ModuleRewrite, step: &BatchStep) {
-    rewrite.learning_rates.work_not_split = true;
+    rewrite.learning_rates.leave_rates();
     rewrite.diagnose(Diagnostic::new(
         DATASET_NOT_SHARDED,
         step.range.clone(),

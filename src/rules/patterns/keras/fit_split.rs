@@ -66,7 +66,7 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
         return;
     }
     if !divided && !shards {
-        rewrite.learning_rates.work_not_split = true;
+        rewrite.learning_rates.leave_rate_of_fit(span(fit));
         let data = fit
             .args
             .first()
@@ -203,7 +203,7 @@ fn single_assignment<'a>(
 }
 
 fn report_full_batch(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall, rows: usize) {
-    rewrite.learning_rates.work_not_split = true;
+    rewrite.learning_rates.leave_rate_of_fit(span(fit));
     rewrite.diagnose(
         Diagnostic::new(
             DATASET_NOT_SHARDED,

@@ -17,6 +17,7 @@
 //! Assumptions (reported when broken): the callbacks list is visible in the
 //! function that calls `fit`; the model is compiled in the same module.
 
+use crate::rules::passes::fits_driven;
 use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
 mod batch_steps;
 mod callbacks;
@@ -208,7 +209,10 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             None => {
                 let mut why_not = None;
                 let warmup = dotted_name(&attribute.value)
-                    .filter(|_| !rewrite.learning_rates.work_not_split)
+                    .filter(|receiver| {
+                        let fits = fits_driven::fits_of_model(rewrite, scope, receiver);
+                        !rewrite.learning_rates.rate_stays_for(fits.as_deref())
+                    })
                     .and_then(|receiver| {
                         warmup::warmup_callback(rewrite, site.scope, fit, &receiver, &mut why_not)
                     });

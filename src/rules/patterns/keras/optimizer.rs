@@ -97,7 +97,7 @@ pub(crate) fn wrap_compiled_optimizer(
         .or_else(|| compile.args.first());
     let Some(optimizer) = optimizer else {
         // Keras compiles with RMSprop when no optimizer is given.
-        let built = build_optimizer(rewrite, "RMSprop");
+        let built = build_optimizer(rewrite, scope, compile, "RMSprop");
         rewrite.add_keyword(
             compile,
             "optimizer",
@@ -111,7 +111,7 @@ pub(crate) fn wrap_compiled_optimizer(
             ..
         }) => match optimizer_for_string(name) {
             Some(class) => {
-                let built = build_optimizer(rewrite, class);
+                let built = build_optimizer(rewrite, scope, compile, class);
                 rewrite.edit(Edit::replacement(
                     span(optimizer),
                     format!("{hvd}.DistributedOptimizer({built})"),
@@ -319,7 +319,13 @@ pub(super) fn name_assignments<'a>(
 }
 
 /// `tf.keras.optimizers.Adam(learning_rate=0.001 * hvd.size())` in the module's own names.
-pub(super) fn build_optimizer(rewrite: &ModuleRewrite, class: &str) -> String {
+/// Its rate follows the split of the fits of the model `compile` compiles.
+pub(super) fn build_optimizer(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    compile: &ast::ExprCall,
+    class: &str,
+) -> String {
     let keras = rewrite
         .module
         .module
@@ -335,7 +341,8 @@ pub(super) fn build_optimizer(rewrite: &ModuleRewrite, class: &str) -> String {
     } else {
         ""
     };
-    match rewrite.learning_rates.work_not_split {
+    let fits = crate::rules::passes::fits_driven::fits_of_compiled_model(rewrite, scope, compile);
+    match rewrite.learning_rates.rate_stays_for(fits.as_deref()) {
         true => format!("{keras}.optimizers.{legacy}{class}(learning_rate={default})"),
         false => format!(
             "{keras}.optimizers.{legacy}{class}(learning_rate={default} * {})",
