@@ -13,5 +13,6 @@ pub mod library;
 pub mod loader;
 pub mod neighbourhood;
 pub mod package;
+pub mod splits;
 pub mod training;
 pub mod walk;

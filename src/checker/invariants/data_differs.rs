@@ -16,6 +16,7 @@
 use rustpython_parser::ast::{Expr, Operator, Stmt};
 
 use super::facts::SplitFacts;
+use crate::analysis::splits;
 use crate::analysis::walk::{walk_expression, walk_statement_expressions};
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
@@ -45,11 +46,13 @@ impl Invariant for DataDiffers {
         let per_rank_seed = calls
             .iter()
             .find(|call| is_seeding(program, call) && seeds_by_rank(program, call));
-        // A seed at the top level after the split draws no part of it (a
-        // seed in a function may run before it: it counts).
+        // A seed after the split in its own scope draws no part of it (the
+        // split is outside loops); a seed in another function may run
+        // before it: it counts.
         let before = |seed: &ScopedCall, split: &ScopedCall| {
             seeds_generator_of(seed, split)
-                && (seed.scope_index != 0 || seed.range().start < split.range().start)
+                && ((seed.scope_index != 0 && seed.scope_index != split.scope_index)
+                    || seed.range().start < split.range().start)
         };
         let split = seeded_split(calls);
         let per_rank_before_split = split.and_then(|split| {
@@ -307,101 +310,27 @@ fn deterministic_stream(calls: &[ScopedCall]) -> bool {
     in_memory && !elsewhere
 }
 
-/// A train/test split drawn from the global random state: scikit-learn's
-/// `train_test_split` without `random_state`, or a permutation or choice of
-/// indices outside any loop.
+/// A train/test split drawn from the global random state (see
+/// `analysis::splits::draws_split`).
 fn seeded_split<'c, 'p, 'a>(calls: &'c [ScopedCall<'p, 'a>]) -> Option<&'c ScopedCall<'p, 'a>> {
     calls.iter().find(|call| {
-        let callee = call.callee.as_deref().unwrap_or_default();
-        let split = callee.ends_with("train_test_split")
-            && crate::analysis::walk::keyword(call.site.call, "random_state").is_none();
-        let indices = matches!(callee, "numpy.random.permutation" | "numpy.random.choice")
-            && call.site.enclosing_loops.is_empty();
-        let shuffled_then_sliced = matches!(callee, "numpy.random.shuffle" | "random.shuffle")
-            && call.site.enclosing_loops.is_empty()
-            && call
-                .site
-                .call
-                .args
-                .first()
-                .is_some_and(|list| sliced_later(call, list));
-        split || indices || shuffled_then_sliced
+        splits::draws_split(
+            call.callee.as_deref().unwrap_or_default(),
+            call.site,
+            call.scope,
+        )
     })
 }
 
-/// A split whose rows are decided at random and then cut in two: scikit-learn's
-/// `train_test_split` without `random_state`, indices drawn by a permutation
-/// or choice and then sliced (`train_idx = idx[:n]`), or a list shuffled and
-/// then sliced. Drawing a sample to show is not a split.
+/// A split whose rows are decided at random and then cut in two (see
+/// `analysis::splits::cuts_rows`).
 fn sliced_split<'c, 'p, 'a>(calls: &'c [ScopedCall<'p, 'a>]) -> Option<&'c ScopedCall<'p, 'a>> {
     seeded_split(calls).filter(|call| {
-        let callee = call.callee.as_deref().unwrap_or_default();
-        if !matches!(callee, "numpy.random.permutation" | "numpy.random.choice") {
-            return true;
-        }
-        match call.site.statement {
-            Stmt::Assign(assign) => assign.targets.first().is_some_and(|target| {
-                sliced_later(call, target) || feeds_a_training_set(call, target)
-            }),
-            _ => false,
-        }
-    })
-}
-
-/// The drawn indices name a training set, or reach one within two
-/// assignments (`train_idx = np.random.choice(...)`;
-/// `ix = np.random.permutation(n)`, `xs = x[ix]`, `x_train = xs[:cut]`).
-fn feeds_a_training_set(call: &ScopedCall, target: &Expr) -> bool {
-    let Expr::Name(drawn) = target else {
-        return false;
-    };
-    let names_training = |name: &str| name.to_ascii_lowercase().contains("train");
-    if names_training(drawn.id.as_str()) {
-        return true;
-    }
-    let after = span(call.site.statement).end;
-    let mut derived = vec![drawn.id.to_string()];
-    for _ in 0..3 {
-        let mut next = Vec::new();
-        for assignment in &call.scope.facts.assignments {
-            if span(assignment.statement).start < after {
-                continue;
-            }
-            let mut reads = false;
-            crate::analysis::walk::walk_expression(assignment.value, &mut |inner| {
-                reads |= matches!(inner, Expr::Name(name) if derived.iter().any(|known| known == name.id.as_str()));
-            });
-            if reads {
-                if names_training(&assignment.name) {
-                    return true;
-                }
-                next.push(assignment.name.clone());
-            }
-        }
-        derived.extend(next);
-    }
-    false
-}
-
-/// `np.random.shuffle(samples)` then `samples[:n]`: the order decides the split.
-fn sliced_later(call: &ScopedCall, list: &Expr) -> bool {
-    let Expr::Name(list) = list else {
-        return false;
-    };
-    let after = span(call.site.statement).end;
-    call.scope.facts.statements.iter().any(|statement| {
-        span(*statement).start >= after && {
-            let mut sliced = false;
-            walk_statement_expressions(statement, &mut |expr| {
-                if let Expr::Subscript(subscript) = expr
-                    && matches!(subscript.slice.as_ref(), Expr::Slice(_))
-                    && matches!(subscript.value.as_ref(), Expr::Name(name) if name.id == list.id)
-                {
-                    sliced = true;
-                }
-            });
-            sliced
-        }
+        splits::cuts_rows(
+            call.callee.as_deref().unwrap_or_default(),
+            call.site,
+            call.scope,
+        )
     })
 }
 

@@ -329,6 +329,25 @@ fn an_unseeded_split_differs_per_worker() {
         Verdict::Unknown,
         "a fixed seed draws the same split everywhere"
     );
+    let in_main = |seeds: &str| {
+        format!(
+            "import numpy as np\ndef main():\n{seeds}    x = np.arange(100)\n    train_rows = np.random.choice(100, 80, replace=False)\n    np.random.seed(hvd.rank())\n    for step in range(max(1, 10 // hvd.size())):\n        batch = x[np.random.choice(train_rows, 8)]\n"
+        )
+    };
+    assert_eq!(
+        verdict_of(DATA_DIFFERS, &with(HEADER, &in_main("")), None),
+        Verdict::Unknown,
+        "a per-rank seed after the split in the same function does not draw it, and nothing seeds it before"
+    );
+    assert_eq!(
+        verdict_of(
+            DATA_DIFFERS,
+            &with(HEADER, &in_main("    np.random.seed(0)\n")),
+            None
+        ),
+        Verdict::Proven,
+        "a shared seed before the split in the function, a per-rank one after it"
+    );
 }
 
 #[test]

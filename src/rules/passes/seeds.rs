@@ -64,6 +64,94 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             make_per_rank(rewrite, site.call, seed);
         }
     }
+    seed_unseeded_split(rewrite, initialised_at);
+}
+
+/// A train/test split drawn at the top level, after `hvd.init()`, from a
+/// random state nothing seeds (`train_idx = np.random.choice(...)`,
+/// `train_test_split(x, y)`): every worker would hold out different rows. The
+/// split gets a seed all workers share, and the generator is seeded by rank
+/// right after it, so that the batches each worker draws still differ.
+fn seed_unseeded_split(rewrite: &mut ModuleRewrite, initialised_at: usize) {
+    let module = rewrite.module;
+    // The top level, or a function that trains (run once, as `main` is): a
+    // helper called once per fold would draw the same split each time.
+    let trains_in =
+        |index: usize| index == 0 || module.sites.iter().any(|site| site.scope == index);
+    let Some((scope, site, callee)) = module
+        .scopes
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| trains_in(*index))
+        .find_map(|(_, scope)| {
+            scope.facts.calls.iter().find_map(|site| {
+                let callee = rewrite.callee(scope, &site.call.func)?;
+                let split = crate::analysis::splits::draws_split(&callee, site, scope)
+                    && crate::analysis::splits::cuts_rows(&callee, site, scope);
+                split.then_some((scope, site, callee))
+            })
+        })
+    else {
+        return;
+    };
+    let generator = match callee.rsplit_once('.') {
+        Some(("random", _)) => "random",
+        _ => "numpy.random",
+    };
+    let seeded_anywhere = module.scopes.iter().any(|other| {
+        other.facts.calls.iter().any(|call| {
+            rewrite
+                .callee(other, &call.call.func)
+                .is_some_and(|seeder| seeder == format!("{generator}.seed"))
+        })
+    });
+    let statement = span(site.statement);
+    let before_init = scope.function.is_none() && statement.start < initialised_at;
+    if seeded_anywhere || before_init || !rewrite.owns_its_lines(&statement) {
+        return;
+    }
+    let line = rewrite.module.module.source.line_label(statement.start);
+    let rank = rewrite.horovod_call("rank");
+    if callee.ends_with("train_test_split") {
+        rewrite.add_keyword(site.call, "random_state", "0");
+        let message = format!(
+            "the train/test split ({line}) was drawn from an unseeded random state, so each worker would hold out different rows: it now takes `random_state=0`, the same on every worker (it no longer changes from run to run)"
+        );
+        rewrite.diagnose(Diagnostic::new(
+            SEED_MADE_PER_RANK,
+            span(site.call),
+            message,
+        ));
+        return;
+    }
+    let module_name = generator.split('.').next().unwrap_or(generator);
+    let Some(prefix) = module.module.bindings.name_for(module_name) else {
+        return;
+    };
+    let seeder = match generator {
+        "random" => format!("{prefix}.seed"),
+        _ => format!("{prefix}.random.seed"),
+    };
+    rewrite.insert_before_statement(
+        &statement,
+        &[format!(
+            "{seeder}(0)  # every worker draws the same train/test split"
+        )],
+    );
+    rewrite.insert_after_statement(
+        &statement,
+        &[format!(
+            "{seeder}({rank})  # each worker draws its own batches"
+        )],
+    );
+    let message = format!(
+        "the train/test split ({line}) was drawn from an unseeded random state, so each worker would hold out different rows: `{seeder}(0)` before it makes it the same on every worker (it no longer changes from run to run), and `{seeder}({rank})` after it makes the batches each worker draws differ"
+    );
+    rewrite.diagnose(Diagnostic::new(
+        SEED_MADE_PER_RANK,
+        span(site.call),
+        message,
+    ));
 }
 
 /// `ds = ds.shuffle(n, seed=3)` and later `train = ds.take(k)`, `val =

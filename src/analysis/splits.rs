@@ -1,0 +1,103 @@
+//! Train/test splits drawn from a process's global random state: the rows
+//! held out are decided at random and then cut off, so processes that draw
+//! them independently hold out different rows.
+
+use rustpython_parser::ast::{Expr, Stmt};
+
+use crate::analysis::index::CallSite;
+use crate::analysis::training::Scope;
+use crate::analysis::walk::{walk_expression, walk_statement_expressions};
+use crate::python::parse::span;
+
+/// A call that may draw a split from the global random state:
+/// scikit-learn's `train_test_split` without `random_state`, a permutation
+/// or choice of indices outside any loop, or a list shuffled outside any
+/// loop and sliced later.
+pub fn draws_split(callee: &str, site: &CallSite, scope: &Scope) -> bool {
+    let split = callee.ends_with("train_test_split")
+        && crate::analysis::walk::keyword(site.call, "random_state").is_none();
+    let outside_loops = site.enclosing_loops.is_empty();
+    let indices =
+        matches!(callee, "numpy.random.permutation" | "numpy.random.choice") && outside_loops;
+    let shuffled_then_sliced = matches!(callee, "numpy.random.shuffle" | "random.shuffle")
+        && outside_loops
+        && site
+            .call
+            .args
+            .first()
+            .is_some_and(|list| sliced_later(site, scope, list));
+    split || indices || shuffled_then_sliced
+}
+
+/// Of the draws `draws_split` finds, those that cut rows in two:
+/// `train_test_split`, a shuffle then slice, or indices drawn by a
+/// permutation or choice and then sliced (`train_idx = idx[:n]`) or naming a
+/// training set. Drawing a sample to show is not a split.
+pub fn cuts_rows(callee: &str, site: &CallSite, scope: &Scope) -> bool {
+    if !matches!(callee, "numpy.random.permutation" | "numpy.random.choice") {
+        return true;
+    }
+    match site.statement {
+        Stmt::Assign(assign) => assign.targets.first().is_some_and(|target| {
+            sliced_later(site, scope, target) || feeds_a_training_set(site, scope, target)
+        }),
+        _ => false,
+    }
+}
+
+/// The drawn indices name a training set, or reach one within two
+/// assignments (`train_idx = np.random.choice(...)`;
+/// `ix = np.random.permutation(n)`, `xs = x[ix]`, `x_train = xs[:cut]`).
+fn feeds_a_training_set(site: &CallSite, scope: &Scope, target: &Expr) -> bool {
+    let Expr::Name(drawn) = target else {
+        return false;
+    };
+    let names_training = |name: &str| name.to_ascii_lowercase().contains("train");
+    if names_training(drawn.id.as_str()) {
+        return true;
+    }
+    let after = span(site.statement).end;
+    let mut derived = vec![drawn.id.to_string()];
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for assignment in &scope.facts.assignments {
+            if span(assignment.statement).start < after {
+                continue;
+            }
+            let mut reads = false;
+            walk_expression(assignment.value, &mut |inner| {
+                reads |= matches!(inner, Expr::Name(name) if derived.iter().any(|known| known == name.id.as_str()));
+            });
+            if reads {
+                if names_training(&assignment.name) {
+                    return true;
+                }
+                next.push(assignment.name.clone());
+            }
+        }
+        derived.extend(next);
+    }
+    false
+}
+
+/// `np.random.shuffle(samples)` then `samples[:n]`: the order decides the split.
+fn sliced_later(site: &CallSite, scope: &Scope, list: &Expr) -> bool {
+    let Expr::Name(list) = list else {
+        return false;
+    };
+    let after = span(site.statement).end;
+    scope.facts.statements.iter().any(|statement| {
+        span(*statement).start >= after && {
+            let mut sliced = false;
+            walk_statement_expressions(statement, &mut |expr| {
+                if let Expr::Subscript(subscript) = expr
+                    && matches!(subscript.slice.as_ref(), Expr::Slice(_))
+                    && matches!(subscript.value.as_ref(), Expr::Name(name) if name.id == list.id)
+                {
+                    sliced = true;
+                }
+            });
+            sliced
+        }
+    })
+}
