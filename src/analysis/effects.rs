@@ -248,6 +248,14 @@ impl Types<'_, '_> {
     /// module's top level, or (for `self.x`) in any method of the class.
     fn of_name(&self, scope_index: usize, name: &str, depth: usize) -> Option<String> {
         let scope = &self.module.scopes[scope_index];
+        let assigned_here = scope
+            .facts
+            .assignments
+            .iter()
+            .any(|assignment| assignment.name == name);
+        if !assigned_here && scope.parameters.iter().any(|parameter| parameter == name) {
+            return self.of_parameter(scope_index, name, depth);
+        }
         let mut places = vec![scope_index, 0];
         if name.starts_with("self.")
             && let Some(class) = scope.class
@@ -275,6 +283,61 @@ impl Types<'_, '_> {
                 .filter(|assignment| assignment.name == name)
                 .find_map(|assignment| self.of(index, assignment.value, depth + 1))
         })
+    }
+}
+
+impl Types<'_, '_> {
+    /// The type of a parameter every call of its function in the module
+    /// passes a value of (`self.train_one_epoch(sess, saver)` with `saver =
+    /// tf.train.Saver()`): a function called by its name, a method through
+    /// `self` from its own class. Unknown when a call passes something else,
+    /// leaves it to its default, or unpacks arguments.
+    fn of_parameter(&self, scope_index: usize, name: &str, depth: usize) -> Option<String> {
+        let scope = &self.module.scopes[scope_index];
+        scope.function?;
+        let position = scope
+            .parameters
+            .iter()
+            .position(|parameter| parameter == name)?;
+        let (function, class) = (scope.name(), scope.class);
+        let mut found: Option<String> = None;
+        for (index, caller) in self.module.scopes.iter().enumerate() {
+            for site in &caller.facts.calls {
+                let passed_at = match (site.call.func.as_ref(), class) {
+                    (Expr::Name(called), None) if called.id.as_str() == function => position,
+                    (Expr::Attribute(called), Some(class))
+                        if called.attr.as_str() == function
+                            && caller.class.is_some_and(|own| std::ptr::eq(own, class))
+                            && is_own_receiver(caller, &called.value) =>
+                    {
+                        position.checked_sub(1)?
+                    }
+                    _ => continue,
+                };
+                let unpacks = site
+                    .call
+                    .args
+                    .iter()
+                    .any(|argument| matches!(argument, Expr::Starred(_)))
+                    || site
+                        .call
+                        .keywords
+                        .iter()
+                        .any(|keyword| keyword.arg.is_none());
+                if unpacks {
+                    return None;
+                }
+                let argument = crate::analysis::walk::keyword(site.call, name)
+                    .map(|keyword| &keyword.value)
+                    .or_else(|| site.call.args.get(passed_at))?;
+                let passed = self.of(index, argument, depth + 1)?;
+                if found.as_ref().is_some_and(|known| *known != passed) {
+                    return None;
+                }
+                found = Some(passed);
+            }
+        }
+        found
     }
 }
 

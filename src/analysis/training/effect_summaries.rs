@@ -279,19 +279,41 @@ fn own_effects(analysis: &Analysis, module: &ModuleAnalysis, index: usize) -> Ow
                 || arguments_depend_on_rank(module, index, site.call)
         };
         let callee = effects::resolved_callee(analysis, module, index, &site.call.func);
-        if let Some(callee) =
-            callee.filter(|callee| effects::is_package_function(analysis.package, callee))
+        if let Some(callee) = callee
+            .as_ref()
+            .filter(|callee| effects::is_package_function(analysis.package, callee))
         {
             if !rank_own() {
-                found.callees.push(callee);
+                found.callees.push(callee.clone());
             }
             continue;
         }
-        if let Some(effect) = reached(analysis, module, index, site).filter(|_| !rank_own()) {
+        let effect = reached(analysis, module, index, site);
+        found.builds_tensorflow |=
+            effect.is_none() && callee.as_deref().is_some_and(builds_graph_ops);
+        if let Some(effect) = effect.filter(|_| !rank_own()) {
             found.every_rank.push(effect);
         }
     }
     found
+}
+
+/// A TensorFlow call that adds ops to a graph (a dataset, a variable, a
+/// layer), not one of its Python utilities for files, logs or flags.
+fn builds_graph_ops(callee: &str) -> bool {
+    const UTILITIES: &[&str] = &[
+        "tensorflow.io.gfile.",
+        "tensorflow.gfile.",
+        "tensorflow.logging.",
+        "tensorflow.get_logger",
+        "tensorflow.app.",
+        "tensorflow.flags.",
+        "tensorflow.keras.preprocessing.",
+        "tensorflow.keras.utils.",
+        "tensorflow.config.",
+    ];
+    callee.starts_with("tensorflow.")
+        && !UTILITIES.iter().any(|utility| callee.starts_with(utility))
 }
 
 /// The storage effect of one catalogued call (or of its name), with its place.

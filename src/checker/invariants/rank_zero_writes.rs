@@ -13,7 +13,7 @@
 //! in a helper the checker cannot place, or a call's name says it writes and
 //! its receiver is unknown.
 
-use rustpython_parser::ast::{Expr, Stmt};
+use rustpython_parser::ast::{CmpOp, Constant, Expr, Stmt};
 
 use crate::analysis::catalogue::{Certainty, Condition, Effect};
 use crate::analysis::effects::{self, Known};
@@ -22,6 +22,7 @@ use crate::analysis::training::effect_summaries;
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
+use crate::python::parse::span;
 
 pub const RANK_ZERO_WRITES: Code = Code::new(
     "DST307",
@@ -163,7 +164,8 @@ fn through_package_function(program: &Program, call: &ScopedCall) -> Option<Deci
             && earlier.callee.as_deref() == Some(callee)
             && program.runs_on_rank_zero_only(earlier.scope, earlier.site)
     });
-    if first_on_rank_zero && effects.iter().all(|effect| effect.skips_what_is_there) {
+    let in_turn = first_on_rank_zero || called_in_turn(program, call);
+    if in_turn && effects.iter().all(|effect| effect.skips_what_is_there) {
         return None;
     }
     Some(
@@ -175,6 +177,54 @@ fn through_package_function(program: &Program, call: &ScopedCall) -> Option<Deci
         )
         .with_suggestion("make the call on rank 0 first (`if hvd.rank() == 0:`), then a barrier, or give each rank its own path"),
     )
+}
+
+/// The call's statement runs on rank 0 first and then on the others: the
+/// statement right before it makes every rank but 0 wait in a collective
+/// (`if hvd.rank() != 0: <barrier>`), the one right after it releases them
+/// from rank 0 (`if hvd.rank() == 0: <barrier>`).
+fn called_in_turn(program: &Program, call: &ScopedCall) -> bool {
+    let statement = span(call.site.statement);
+    let statements = &call.scope.facts.statements;
+    let before = statements
+        .iter()
+        .filter(|other| span(**other).end <= statement.start)
+        .max_by_key(|other| (span(**other).end, std::cmp::Reverse(span(**other).start)));
+    let after = statements
+        .iter()
+        .filter(|other| span(**other).start >= statement.end)
+        .min_by_key(|other| span(**other).start);
+    let waits = |candidate: Option<&&Stmt>, rank_zero: bool| {
+        let Some(Stmt::If(test)) = candidate.copied() else {
+            return false;
+        };
+        let tests_rank = is_rank_comparison(program, call, &test.test, rank_zero);
+        let mut collective = false;
+        crate::analysis::walk::for_each_statement(&test.body, false, &mut |inner| {
+            crate::analysis::walk::walk_statement_expressions(inner, &mut |expr| {
+                collective |= ["allreduce", "barrier", "join"]
+                    .iter()
+                    .any(|function| program.calls_horovod_function(call.scope, expr, function));
+            });
+        });
+        tests_rank && collective && test.orelse.is_empty()
+    };
+    waits(before, false) && waits(after, true)
+}
+
+/// `hvd.rank() == 0` (rank 0), or `hvd.rank() != 0` (the others).
+fn is_rank_comparison(program: &Program, call: &ScopedCall, test: &Expr, rank_zero: bool) -> bool {
+    let Expr::Compare(compare) = test else {
+        return false;
+    };
+    let operator_fits = match compare.ops.as_slice() {
+        [CmpOp::Eq] => rank_zero,
+        [CmpOp::NotEq] => !rank_zero,
+        _ => false,
+    };
+    let zero = matches!(compare.comparators.as_slice(), [Expr::Constant(constant)]
+        if matches!(constant.value, Constant::Int(ref value) if value.to_string() == "0"));
+    operator_fits && zero && program.calls_horovod_function(call.scope, &compare.left, "rank")
 }
 
 /// `input()` on every rank: ranks other than 0 read end-of-file and stop.

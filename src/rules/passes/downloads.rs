@@ -38,6 +38,9 @@ enum Download {
     SkipsWhatIsThere,
     /// A package function whose downloads and writes skip what is there.
     HelperSkipsWhatIsThere,
+    /// Such a function that also builds graph ops: called once per rank,
+    /// rank 0's call first, the others' after a barrier.
+    HelperBuildsGraphOps,
     /// Downloads again: rank 0 only.
     Again,
 }
@@ -101,6 +104,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                     &barrier,
                     "downloads or writes files every worker shares, skipping those already there: rank 0 now calls it first and the others wait for it",
                 ),
+                Download::HelperBuildsGraphOps => download_in_turn(rewrite, statement, &barrier),
                 // Only a statement whose result nobody uses can run on rank 0 alone.
                 Download::Again if matches!(statement, Stmt::Expr(_)) => {
                     download_on_rank_zero_only(rewrite, statement, &barrier);
@@ -190,14 +194,15 @@ fn through_package_function(
         return None;
     }
     let reached = analysis.effects.every_rank.get(&callee)?;
-    // Run twice on rank 0, a function that trains, or builds TensorFlow ops
-    // in a graph, would do it twice.
-    let trains = (rewrite.plugin.runs_in_a_session()
-        && analysis.effects.builds_tensorflow.contains(&callee))
-        || analysis
-            .functions
-            .get(&callee)
-            .is_some_and(|summary| !summary.reaches.is_empty());
+    // Run twice on rank 0, a function that trains would train twice (and,
+    // rank 0 first, wait alone in its allreduces); one that builds
+    // TensorFlow ops in a graph would build them twice: it is called in turn.
+    let trains = analysis
+        .functions
+        .get(&callee)
+        .is_some_and(|summary| !summary.reaches.is_empty());
+    let builds_graph_ops =
+        rewrite.plugin.runs_in_a_session() && analysis.effects.builds_tensorflow.contains(&callee);
     // Its downloads and writes all skip what is there: a second call
     // finds rank 0's files (`get_resized_image` saving a resized copy once).
     // A function of this module gets its writes guarded inside it (with
@@ -212,11 +217,16 @@ fn through_package_function(
             Effect::Downloads { .. } | Effect::Writes { .. }
         )
     }) && reached.iter().all(|effect| {
+        // A removal under the same test (an archive deleted once unpacked)
+        // runs only in the call that downloads.
         effect.skips_what_is_there
-            && !matches!(effect.effect, Effect::Removes { .. })
             && (!own_module || matches!(effect.effect, Effect::Downloads { .. }))
     });
-    (skips && !trains).then_some(Download::HelperSkipsWhatIsThere)
+    match (skips && !trains, builds_graph_ops) {
+        (false, _) => None,
+        (true, false) => Some(Download::HelperSkipsWhatIsThere),
+        (true, true) => Some(Download::HelperBuildsGraphOps),
+    }
 }
 
 /// The call a value is taken from: `f(x)`, `f(x)[0]`, `f(x).attribute`.
@@ -264,6 +274,34 @@ fn download_on_rank_zero_first(
         DOWNLOAD_ON_RANK_ZERO_FIRST,
         span(statement),
         format!("`{first_line}` {what}"),
+    ));
+}
+
+/// Rank 0 runs the statement while the others wait at a barrier; its
+/// barrier after the statement releases them to run it, finding its files.
+fn download_in_turn(rewrite: &mut ModuleRewrite, statement: &Stmt, barrier: &[String]) {
+    let unit = rewrite.stylist.indent_unit.clone();
+    let indented = |why: &str| -> Vec<String> {
+        with_comment(barrier, why)
+            .into_iter()
+            .map(|line| format!("{unit}{line}"))
+            .collect()
+    };
+    let rank = rewrite.horovod_call("rank");
+    let mut before = vec![format!("if {rank} != 0:")];
+    before.extend(indented("wait for rank 0's download"));
+    let mut after = vec![format!("if {rank} == 0:")];
+    after.extend(indented(
+        "rank 0 has downloaded it; the others find it there",
+    ));
+    rewrite.insert_before_statement(&span(statement), &before);
+    rewrite.insert_after_statement(&span(statement), &after);
+    let text = rewrite.source(span(statement));
+    let first_line = text.lines().next().unwrap_or_default().to_string();
+    rewrite.diagnose(Diagnostic::new(
+        DOWNLOAD_ON_RANK_ZERO_FIRST,
+        span(statement),
+        format!("`{first_line}` downloads or writes files every worker shares, skipping those already there, and builds graph ops: rank 0 calls it first while the others wait, then each calls it once"),
     ));
 }
 

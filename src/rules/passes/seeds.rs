@@ -145,7 +145,7 @@ fn seed_unseeded_split(rewrite: &mut ModuleRewrite, initialised_at: usize) {
         )],
     );
     let message = format!(
-        "the train/test split ({line}) was drawn from an unseeded random state, so each worker would hold out different rows: `{seeder}(0)` before it makes it the same on every worker (it no longer changes from run to run), and `{seeder}({rank})` after it makes the batches each worker draws differ"
+        "the train/test split ({line}) was drawn from an unseeded random state, so each worker would hold out different rows: `{seeder}(0)` before it makes it the same on every worker (it no longer changes from run to run), and `{seeder}({rank})` after it gives each worker its own random numbers from then on (batches drawn at random, noise)"
     );
     rewrite.diagnose(Diagnostic::new(
         SEED_MADE_PER_RANK,
