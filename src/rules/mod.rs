@@ -334,6 +334,10 @@ fn propose<'a>(
         passes::downloads::run,
     );
     rewrite.run_pass(
+        passes::downloads::DOWNLOAD_ON_RANK_ZERO_FIRST,
+        passes::cached_file::run,
+    );
+    rewrite.run_pass(
         passes::read_barrier::WAIT_BEFORE_READING_BACK,
         passes::read_barrier::run,
     );

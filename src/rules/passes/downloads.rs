@@ -254,7 +254,7 @@ fn already_done(rewrite: &ModuleRewrite, statement: &Stmt) -> bool {
         })
 }
 
-fn download_on_rank_zero_first(
+pub(super) fn download_on_rank_zero_first(
     rewrite: &mut ModuleRewrite,
     statement: &Stmt,
     barrier: &[String],

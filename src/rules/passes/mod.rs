@@ -5,6 +5,7 @@
 //! are called by the patterns on the loop they found.
 
 pub mod broadcast;
+pub mod cached_file;
 pub mod cursor_share;
 pub mod device_pinning;
 pub mod downloads;

@@ -141,7 +141,7 @@ fn seed_unseeded_split(rewrite: &mut ModuleRewrite, initialised_at: usize) {
     rewrite.insert_after_statement(
         &statement,
         &[format!(
-            "{seeder}({rank})  # each worker draws its own batches"
+            "{seeder}({rank})  # each worker draws its own random numbers"
         )],
     );
     let message = format!(
