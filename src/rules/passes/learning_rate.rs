@@ -67,6 +67,9 @@ pub struct LearningRateState {
     pub warmup_added: bool,
     /// Why a fit got no warm-up callback, when a pattern knows.
     pub why_no_warmup: Option<String>,
+    /// Keras fits (call ranges) over in-memory arrays whose epochs were
+    /// divided among the workers.
+    pub fits_with_divided_epochs: Vec<Range<usize>>,
 }
 
 /// The training loops of a module whose work could not be split: each

@@ -101,7 +101,13 @@ fn divide_epochs_of_arrays(
     fit: &ast::ExprCall,
 ) -> bool {
     let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
-    if !has_labels {
+    // `fit(x)` alone may be of a dataset or a generator; of arrays when the
+    // code shows `x` is one (an autoencoder's input).
+    let arrays_alone = keyword(fit, "x")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.first())
+        .is_some_and(|data| is_in_memory_array(rewrite, scope, data, span(fit).start, 0));
+    if !has_labels && !arrays_alone {
         return false;
     }
     let epochs = keyword(fit, "epochs")
@@ -111,6 +117,10 @@ fn divide_epochs_of_arrays(
     match epochs {
         Some(epochs) if literal_int(rewrite, scope, epochs) != Some(1) => {
             rewrite.divide_expression(epochs);
+            rewrite
+                .learning_rates
+                .fits_with_divided_epochs
+                .push(span(fit));
             true
         }
         _ => false,
@@ -168,6 +178,51 @@ fn literal_rows(
             literal_rows(rewrite, scope, assigned, depth + 1)
         }
         _ => None,
+    }
+}
+
+/// Whether an expression is an in-memory NumPy array: what a Keras dataset
+/// loader or a NumPy function returns, and arithmetic, slices, `astype` or
+/// `reshape` of one, through the names last assigned before `before`.
+fn is_in_memory_array(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    value: &Expr,
+    before: usize,
+    depth: usize,
+) -> bool {
+    if depth > 6 {
+        return false;
+    }
+    let recurse =
+        |inner: &Expr, at: usize| is_in_memory_array(rewrite, scope, inner, at, depth + 1);
+    match value {
+        Expr::BinOp(operation) => {
+            recurse(&operation.left, before) || recurse(&operation.right, before)
+        }
+        Expr::Subscript(subscript) => recurse(&subscript.value, before),
+        Expr::Call(call) => {
+            let callee = rewrite.callee(scope, &call.func).unwrap_or_default();
+            let loads =
+                callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data");
+            let numpy = callee.starts_with("numpy.") && !callee.starts_with("numpy.random.");
+            let converts = matches!(call.func.as_ref(), Expr::Attribute(method)
+                if matches!(method.attr.as_str(), "astype" | "reshape")
+                    && recurse(&method.value, before));
+            loads || numpy || converts
+        }
+        Expr::Name(name) => {
+            let places = [scope, &rewrite.module.scopes[0]];
+            let Some(assignment) = places.iter().find_map(|place| {
+                place.facts.assignments.iter().rfind(|assignment| {
+                    assignment.name == name.id.as_str() && span(assignment.statement).end <= before
+                })
+            }) else {
+                return false;
+            };
+            recurse(assignment.value, span(assignment.statement).start)
+        }
+        _ => false,
     }
 }
 

@@ -47,6 +47,13 @@ use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::rules::context::RewriteContext;
 
+pub const WARMUP_ADDED: Code = Code::new(
+    "DST132",
+    "warmup-added",
+    Severity::Info,
+    "A fit whose learning rate is scaled gets Horovod's `LearningRateWarmupCallback`, which ramps the rate up from the single-worker value over the first epochs.",
+);
+
 pub const CALLBACKS_NOT_VISIBLE: Code = Code::new(
     "DST106",
     "callbacks-not-visible",
@@ -135,7 +142,7 @@ impl Pattern for Keras {
     }
 
     fn codes(&self) -> &'static [Code] {
-        &[CALLBACKS_NOT_VISIBLE]
+        &[CALLBACKS_NOT_VISIBLE, WARMUP_ADDED]
     }
 
     fn refusals(&self, rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
@@ -217,6 +224,14 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
                         warmup::warmup_callback(rewrite, site.scope, fit, &receiver, &mut why_not)
                     });
                 rewrite.learning_rates.warmup_added |= warmup.is_some();
+                if warmup.is_some() {
+                    let epochs = rewrite.options.warmup_epochs;
+                    rewrite.diagnose(Diagnostic::new(
+                        WARMUP_ADDED,
+                        span(fit),
+                        format!("the learning rate of this fit is multiplied by hvd.size(): `LearningRateWarmupCallback` ramps it up from the single-worker rate over its first {epochs} epochs (`warmup_epochs` in the configuration; 0 turns it off)"),
+                    ));
+                }
                 if rewrite.learning_rates.why_no_warmup.is_none() {
                     rewrite.learning_rates.why_no_warmup = why_not;
                 }

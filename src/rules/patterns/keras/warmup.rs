@@ -6,6 +6,7 @@
 //! Output: the callback's text, or `None` when its starting rate cannot be
 //! named where the callbacks are (the DST102 advice then stays).
 
+use crate::python::parse::span;
 use rustpython_parser::ast::{self, Expr};
 
 use super::optimizer::{find_compiles, name_assignments};
@@ -82,8 +83,10 @@ fn known_epochs(rewrite: &ModuleRewrite, fit: &ast::ExprCall) -> Option<u64> {
     };
     // A fit on in-memory arrays with no step count gets its epochs divided
     // among the workers: each trains half of them or fewer.
-    let on_arrays = fit.args.len() >= 2 || keyword(fit, "y").is_some();
-    let epochs_divided = on_arrays && keyword(fit, "steps_per_epoch").is_none();
+    let epochs_divided = rewrite
+        .learning_rates
+        .fits_with_divided_epochs
+        .contains(&span(fit));
     Some(if epochs_divided { count / 2 } else { count })
 }
 
