@@ -100,6 +100,7 @@ e2e_cases!(
     tf1_full_batch_chained_minimize,
     keras_full_batch_arrays,
     keras_mixed_split_fits,
+    keras_split_in_helper_module,
     keras_fit_inputs_only,
     keras_cached_file_either_branch,
     keras_string_optimizer,

@@ -101,3 +101,38 @@ fn sliced_later(site: &CallSite, scope: &Scope, list: &Expr) -> bool {
         }
     })
 }
+
+/// The unseeded split a package function draws, followed through the
+/// package functions it calls: the canonical name of the drawing call
+/// (`numpy.random.permutation`), when one of them cuts rows in two.
+pub fn helper_drawing_split(
+    analysis: &crate::analysis::training::Analysis,
+    module: &crate::analysis::training::ModuleAnalysis,
+    scope_index: usize,
+    call: &rustpython_parser::ast::ExprCall,
+) -> Option<String> {
+    use crate::analysis::effects::resolved_callee;
+    use crate::analysis::library::canonical_name;
+    let mut pending = vec![resolved_callee(analysis, module, scope_index, &call.func)?];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(function) = pending.pop() {
+        if !seen.insert(function.clone()) || seen.len() > 32 {
+            continue;
+        }
+        let Some((owner, index)) = analysis.scope_of_function(&function) else {
+            continue;
+        };
+        let scope = &owner.scopes[index];
+        for site in &scope.facts.calls {
+            let Some(called) = resolved_callee(analysis, owner, index, &site.call.func) else {
+                continue;
+            };
+            let drawer = canonical_name(&called);
+            if draws_split(&drawer, site, scope) && cuts_rows(&drawer, site, scope) {
+                return Some(drawer);
+            }
+            pending.push(called);
+        }
+    }
+    None
+}

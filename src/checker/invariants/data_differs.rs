@@ -54,7 +54,25 @@ impl Invariant for DataDiffers {
                 && ((seed.scope_index != 0 && seed.scope_index != split.scope_index)
                     || seed.range().start < split.range().start)
         };
-        let split = seeded_split(calls);
+        // A split a package helper draws, read as drawn where it is called.
+        let helper_split = calls.iter().find_map(|call| {
+            if !call.site.enclosing_loops.is_empty() {
+                return None;
+            }
+            let drawer = splits::helper_drawing_split(
+                program.analysis,
+                program.module,
+                call.scope_index,
+                call.site.call,
+            )?;
+            Some(ScopedCall {
+                scope: call.scope,
+                scope_index: call.scope_index,
+                site: call.site,
+                callee: Some(drawer),
+            })
+        });
+        let split = seeded_split(calls).or(helper_split.as_ref());
         let per_rank_before_split = split.and_then(|split| {
             calls
                 .iter()
@@ -81,7 +99,7 @@ impl Invariant for DataDiffers {
                 .iter()
                 .any(|call| is_seeding(program, call) && before(call, split))
         };
-        if let Some(split) = sliced_split(calls)
+        if let Some(split) = sliced_split(calls).or(helper_split.as_ref())
             && !seeded_before(split)
         {
             return vec![Decision::new(

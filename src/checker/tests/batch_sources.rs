@@ -100,3 +100,31 @@ fn a_pipeline_a_helper_shuffles() {
         );
     }
 }
+
+#[test]
+fn a_split_a_helper_module_draws() {
+    let helper = "import numpy as np\n\ndef load_rows():\n    table = np.arange(1000)\n    order = np.random.permutation(len(table))\n    return table[order[:800]], table[order[800:]]\n";
+    let training = |seeds: (&str, &str)| {
+        with(
+            HEADER,
+            &format!(
+                "import numpy as np\nfrom rows import load_rows\n{}train_rows, held_out = load_rows()\n{}for step in range(max(1, 100 // hvd.size())):\n    batch = np.random.choice(train_rows, 8)\n",
+                seeds.0, seeds.1
+            ),
+        )
+    };
+    assert_eq!(
+        verdict_of(DATA_DIFFERS, &training(("", "")), Some(("rows.py", helper))),
+        Verdict::Unknown,
+        "each worker draws its own split in the helper"
+    );
+    assert_eq!(
+        verdict_of(
+            DATA_DIFFERS,
+            &training(("np.random.seed(0)\n", "np.random.seed(hvd.rank())\n")),
+            Some(("rows.py", helper))
+        ),
+        Verdict::Proven,
+        "a shared seed before the helper's split, a per-rank one after it"
+    );
+}

@@ -74,23 +74,12 @@ pub fn run(rewrite: &mut ModuleRewrite) {
 /// right after it, so that the batches each worker draws still differ.
 fn seed_unseeded_split(rewrite: &mut ModuleRewrite, initialised_at: usize) {
     let module = rewrite.module;
-    // The top level, or a function that trains (run once, as `main` is): a
-    // helper called once per fold would draw the same split each time.
-    let trains_in =
-        |index: usize| index == 0 || module.sites.iter().any(|site| site.scope == index);
-    let Some((scope, site, callee)) = module
-        .scopes
-        .iter()
-        .enumerate()
-        .filter(|(index, _)| trains_in(*index))
-        .find_map(|(_, scope)| {
-            scope.facts.calls.iter().find_map(|site| {
-                let callee = rewrite.callee(scope, &site.call.func)?;
-                let split = crate::analysis::splits::draws_split(&callee, site, scope)
-                    && crate::analysis::splits::cuts_rows(&callee, site, scope);
-                split.then_some((scope, site, callee))
-            })
-        })
+    let Some(UnseededSplit {
+        scope,
+        site,
+        drawer: callee,
+        through_helper,
+    }) = unseeded_split(rewrite)
     else {
         return;
     };
@@ -111,8 +100,15 @@ fn seed_unseeded_split(rewrite: &mut ModuleRewrite, initialised_at: usize) {
         return;
     }
     let line = rewrite.module.module.source.line_label(statement.start);
+    let line = match through_helper {
+        true => format!(
+            "that `{}` draws, {line}",
+            rewrite.expression_text(&site.call.func)
+        ),
+        false => line,
+    };
     let rank = rewrite.horovod_call("rank");
-    if callee.ends_with("train_test_split") {
+    if callee.ends_with("train_test_split") && !through_helper {
         rewrite.add_keyword(site.call, "random_state", "0");
         let message = format!(
             "the train/test split ({line}) was drawn from an unseeded random state, so each worker would hold out different rows: it now takes `random_state=0`, the same on every worker (it no longer changes from run to run)"
@@ -269,6 +265,67 @@ fn reseeded_after(
                 .args
                 .iter()
                 .any(|argument| rewrite.calls_horovod(argument, "rank"))
+    })
+}
+
+/// A split drawn from an unseeded random state: where it is drawn (or
+/// the helper call that draws it), and the drawing function.
+struct UnseededSplit<'a> {
+    scope: &'a crate::analysis::training::Scope<'a>,
+    site: &'a crate::analysis::index::CallSite<'a>,
+    drawer: String,
+    through_helper: bool,
+}
+
+/// The first unseeded split the top level or a function that trains (run
+/// once, as `main` is) draws, itself or through a package helper called
+/// outside loops: its scope, call, the drawing function and whether a helper
+/// draws it. A helper that splits, called once per fold, would draw the
+/// same split each time under one seed: it is not looked into.
+fn unseeded_split<'a>(rewrite: &ModuleRewrite<'a>) -> Option<UnseededSplit<'a>> {
+    let module = rewrite.module;
+    let trains_in =
+        |index: usize| index == 0 || module.sites.iter().any(|site| site.scope == index);
+    let training_scopes = || {
+        module
+            .scopes
+            .iter()
+            .enumerate()
+            .filter(move |(index, _)| trains_in(*index))
+    };
+    let drawn_here = training_scopes().find_map(|(_, scope)| {
+        scope.facts.calls.iter().find_map(|site| {
+            let callee = rewrite.callee(scope, &site.call.func)?;
+            let split = crate::analysis::splits::draws_split(&callee, site, scope)
+                && crate::analysis::splits::cuts_rows(&callee, site, scope);
+            split.then_some(UnseededSplit {
+                scope,
+                site,
+                drawer: callee,
+                through_helper: false,
+            })
+        })
+    });
+    drawn_here.or_else(|| {
+        training_scopes().find_map(|(index, scope)| {
+            scope.facts.calls.iter().find_map(|site| {
+                if !site.enclosing_loops.is_empty() {
+                    return None;
+                }
+                let drawer = crate::analysis::splits::helper_drawing_split(
+                    rewrite.analysis,
+                    module,
+                    index,
+                    site.call,
+                )?;
+                Some(UnseededSplit {
+                    scope,
+                    site,
+                    drawer,
+                    through_helper: true,
+                })
+            })
+        })
     })
 }
 
