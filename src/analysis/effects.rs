@@ -293,49 +293,31 @@ impl Types<'_, '_> {
     /// `self` from its own class. Unknown when a call passes something else,
     /// leaves it to its default, or unpacks arguments.
     fn of_parameter(&self, scope_index: usize, name: &str, depth: usize) -> Option<String> {
-        let scope = &self.module.scopes[scope_index];
-        scope.function?;
-        let position = scope
+        let position = self.module.scopes[scope_index]
             .parameters
             .iter()
             .position(|parameter| parameter == name)?;
-        let (function, class) = (scope.name(), scope.class);
         let mut found: Option<String> = None;
-        for (index, caller) in self.module.scopes.iter().enumerate() {
-            for site in &caller.facts.calls {
-                let passed_at = match (site.call.func.as_ref(), class) {
-                    (Expr::Name(called), None) if called.id.as_str() == function => position,
-                    (Expr::Attribute(called), Some(class))
-                        if called.attr.as_str() == function
-                            && caller.class.is_some_and(|own| std::ptr::eq(own, class))
-                            && is_own_receiver(caller, &called.value) =>
-                    {
-                        position.checked_sub(1)?
-                    }
-                    _ => continue,
-                };
-                let unpacks = site
+        for (index, site, skipped) in calls_of_function(self.module, scope_index) {
+            let unpacks = site
+                .call
+                .args
+                .iter()
+                .any(|argument| matches!(argument, Expr::Starred(_)))
+                || site
                     .call
-                    .args
+                    .keywords
                     .iter()
-                    .any(|argument| matches!(argument, Expr::Starred(_)))
-                    || site
-                        .call
-                        .keywords
-                        .iter()
-                        .any(|keyword| keyword.arg.is_none());
-                if unpacks {
-                    return None;
-                }
-                let argument = crate::analysis::walk::keyword(site.call, name)
-                    .map(|keyword| &keyword.value)
-                    .or_else(|| site.call.args.get(passed_at))?;
-                let passed = self.of(index, argument, depth + 1)?;
-                if found.as_ref().is_some_and(|known| *known != passed) {
-                    return None;
-                }
-                found = Some(passed);
+                    .any(|keyword| keyword.arg.is_none());
+            if unpacks {
+                return None;
             }
+            let argument = argument_for(site.call, name, position.checked_sub(skipped)?)?;
+            let passed = self.of(index, argument, depth + 1)?;
+            if found.as_ref().is_some_and(|known| *known != passed) {
+                return None;
+            }
+            found = Some(passed);
         }
         found
     }
@@ -663,26 +645,69 @@ fn parameter_passed_from_rank(module: &ModuleAnalysis, scope_index: usize, expr:
     if read.is_empty() {
         return false;
     }
-    let callers: Vec<(usize, &CallSite)> = module
+    // Functions only: a method's `self.f(...)` calls are not followed here.
+    if scope.class.is_some() {
+        return false;
+    }
+    let callers = calls_of_function(module, scope_index);
+    !callers.is_empty()
+        && callers.iter().all(|(index, site, _)| {
+            read.iter().any(|(position, parameter)| {
+                argument_for(site.call, parameter, *position)
+                    .is_some_and(|passed| depends_on_rank_directly(module, *index, passed))
+            })
+        })
+}
+
+/// The calls in the module of a scope's function, each with the calling
+/// scope and how many leading parameters the call does not pass: a function
+/// called by its name (none), a method called through `self` from its own
+/// class (one, `self`).
+fn calls_of_function<'m>(
+    module: &'m ModuleAnalysis,
+    scope_index: usize,
+) -> Vec<(usize, &'m CallSite<'m>, usize)> {
+    let scope = &module.scopes[scope_index];
+    if scope.function.is_none() {
+        return Vec::new();
+    }
+    let (function, class) = (scope.name(), scope.class);
+    module
         .scopes
         .iter()
         .enumerate()
-        .flat_map(|(index, caller)| caller.facts.calls.iter().map(move |site| (index, site)))
-        .filter(|(_, site)| matches!(site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == scope.name()))
-        .collect();
-    !callers.is_empty()
-        && callers.iter().all(|(index, site)| {
-            read.iter().any(|(position, parameter)| {
-                let passed = site
-                    .call
-                    .keywords
-                    .iter()
-                    .find(|keyword| keyword.arg.as_deref() == Some(parameter.as_str()))
-                    .map(|keyword| &keyword.value)
-                    .or_else(|| site.call.args.get(*position));
-                passed.is_some_and(|passed| depends_on_rank_directly(module, *index, passed))
-            })
+        .flat_map(|(index, caller)| {
+            caller
+                .facts
+                .calls
+                .iter()
+                .map(move |site| (index, caller, site))
         })
+        .filter_map(
+            |(index, caller, site)| match (site.call.func.as_ref(), class) {
+                (Expr::Name(called), None) if called.id.as_str() == function => {
+                    Some((index, site, 0))
+                }
+                (Expr::Attribute(called), Some(class))
+                    if called.attr.as_str() == function
+                        && caller.class.is_some_and(|own| std::ptr::eq(own, class))
+                        && is_own_receiver(caller, &called.value) =>
+                {
+                    Some((index, site, 1))
+                }
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// What a call passes for a parameter: by keyword, else at its position.
+fn argument_for<'c>(call: &'c ast::ExprCall, name: &str, position: usize) -> Option<&'c Expr> {
+    call.keywords
+        .iter()
+        .find(|keyword| keyword.arg.as_deref() == Some(name))
+        .map(|keyword| &keyword.value)
+        .or_else(|| call.args.get(position))
 }
 
 fn depends_on_rank_directly(module: &ModuleAnalysis, scope_index: usize, expr: &Expr) -> bool {

@@ -317,6 +317,12 @@ impl<'a> Analysis<'a> {
 }
 
 impl<'a> ModuleAnalysis<'a> {
+    /// The module's top level, or a function holding a training loop: code
+    /// that runs once per process, on every rank.
+    pub fn is_top_level_or_trains(&self, scope_index: usize) -> bool {
+        scope_index == 0 || self.sites.iter().any(|site| site.scope == scope_index)
+    }
+
     /// The first call, in scope order, of an API only TensorFlow 1 has
     /// (`tf.contrib`, `tf.logging`, `tf.Session`): the program runs TF1.
     pub fn tensorflow_1_only_call(&self) -> Option<&ast::ExprCall> {

@@ -354,12 +354,5 @@ fn download(
 
 /// Module level, or the function of a training loop: it runs on every rank.
 fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
-    let scope_index = call.scope_index;
-    scope_index == 0
-        || program
-            .module
-            .sites
-            .iter()
-            .any(|site| site.scope == scope_index)
-        || call.scope.name() == "main"
+    program.module.is_top_level_or_trains(call.scope_index) || call.scope.name() == "main"
 }

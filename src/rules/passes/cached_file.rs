@@ -25,8 +25,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     };
     let module = rewrite.module;
     for (index, scope) in module.scopes.iter().enumerate() {
-        let runs_once = index == 0 || module.sites.iter().any(|site| site.scope == index);
-        if !runs_once {
+        if !module.is_top_level_or_trains(index) {
             continue;
         }
         for statement in scope.facts.statements.iter().copied() {

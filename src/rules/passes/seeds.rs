@@ -284,14 +284,12 @@ struct UnseededSplit<'a> {
 /// same split each time under one seed: it is not looked into.
 fn unseeded_split<'a>(rewrite: &ModuleRewrite<'a>) -> Option<UnseededSplit<'a>> {
     let module = rewrite.module;
-    let trains_in =
-        |index: usize| index == 0 || module.sites.iter().any(|site| site.scope == index);
     let training_scopes = || {
         module
             .scopes
             .iter()
             .enumerate()
-            .filter(move |(index, _)| trains_in(*index))
+            .filter(|(index, _)| module.is_top_level_or_trains(*index))
     };
     let drawn_here = training_scopes().find_map(|(_, scope)| {
         scope.facts.calls.iter().find_map(|site| {
