@@ -76,6 +76,7 @@ e2e_cases!(
     tf1_modular_offset_cursor,
     tf1_batches_drawn_by_helper,
     tf1_global_cursor_left_whole,
+    tape_loop_cursor_left_whole,
     tf1_unseeded_split,
     tf1_helper_fetches_and_builds_pipeline,
     tf1_session_run_in_helper,

@@ -1,28 +1,36 @@
-//! Batch cursors a program advances itself through module-level state: a
-//! function declares `global data_index`, advances it (`data_index += span`,
-//! `data_index = (data_index + 1) % len(data)`) and cuts the data at it
-//! (`data[data_index:data_index + span]`, `data[data_index]`). The batches
-//! follow from how many times the function was called, so every process that
-//! calls it as often walks the same positions: no seed or shard changes them.
+//! Batch cursors a program advances itself: a position kept across calls or
+//! iterations, advanced from itself (`data_index += span`,
+//! `self._cursor = (self._cursor + b) % n`, `start += batch_size`) and read
+//! at by a cut of the data (`data[data_index:data_index + span]`,
+//! `self._data[self._cursor]`). The batches follow from how many times it
+//! was advanced, so every process that advances it as often walks the same
+//! positions: no seed or shard changes them.
+//!
+//! Three kinds keep their position: a `global` name a function declares, an
+//! attribute of the object a method is called on, and a name the training
+//! loop itself advances.
 
 use std::ops::Range;
 
 use rustpython_parser::ast::{Expr, ExprContext, Stmt};
 
 use crate::analysis::training::{ModuleAnalysis, Scope};
-use crate::analysis::walk::{walk_expression, walk_statement_expressions};
+use crate::analysis::walk::{for_each_statement, walk_expression, walk_statement_expressions};
 use crate::python::parse::span;
 
-/// A cut of the data at a global cursor: where, and the cursor's name.
+/// A cut of the data at a cursor: where, and the cursor as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GlobalCursor {
+pub struct Cursor {
+    /// `data_index`, `self._cursor` or `start`.
     pub name: String,
     /// The subscript that cuts the data at it.
     pub cut: Range<usize>,
 }
 
-/// The first cut of data at a global cursor in any function of the module.
-pub fn global_cursor(module: &ModuleAnalysis) -> Option<GlobalCursor> {
+/// The first cut of data at a cursor kept in module or object state: a
+/// `global` name or an attribute of `self`, advanced and read at in a
+/// function of the module.
+pub fn state_cursor(module: &ModuleAnalysis) -> Option<Cursor> {
     module
         .scopes
         .iter()
@@ -30,7 +38,25 @@ pub fn global_cursor(module: &ModuleAnalysis) -> Option<GlobalCursor> {
         .find_map(cursor_of_scope)
 }
 
-fn cursor_of_scope(scope: &Scope) -> Option<GlobalCursor> {
+/// The cursor of a loop's own: a name its body advances and cuts data at.
+pub fn loop_cursor(loop_statement: &Stmt) -> Option<Cursor> {
+    let body = match loop_statement {
+        Stmt::For(node) => &node.body,
+        Stmt::While(node) => &node.body,
+        Stmt::AsyncFor(node) => &node.body,
+        _ => return None,
+    };
+    let mut statements = Vec::new();
+    for_each_statement(body, false, &mut |statement| statements.push(statement));
+    let advanced: Vec<String> = statements
+        .iter()
+        .filter_map(|statement| advanced_position(statement))
+        .filter(|position| !position.contains('.'))
+        .collect();
+    first_cut(&statements, &advanced)
+}
+
+fn cursor_of_scope(scope: &Scope) -> Option<Cursor> {
     let globals: Vec<&str> = scope
         .facts
         .statements
@@ -41,23 +67,32 @@ fn cursor_of_scope(scope: &Scope) -> Option<GlobalCursor> {
         })
         .flatten()
         .collect();
-    let advanced: Vec<&str> = globals
+    // A local name starts again at each call: only globals and attributes
+    // of `self` keep their position between calls.
+    let advanced: Vec<String> = scope
+        .facts
+        .statements
         .iter()
-        .copied()
-        .filter(|name| is_advanced(scope, name))
+        .filter_map(|statement| advanced_position(statement))
+        .filter(|position| position.starts_with("self.") || globals.contains(&position.as_str()))
         .collect();
+    let statements: Vec<&Stmt> = scope.facts.statements.iter().copied().collect();
+    first_cut(&statements, &advanced)
+}
+
+fn first_cut(statements: &[&Stmt], advanced: &[String]) -> Option<Cursor> {
     if advanced.is_empty() {
         return None;
     }
-    scope.facts.statements.iter().find_map(|statement| {
+    statements.iter().find_map(|statement| {
         let mut found = None;
         walk_statement_expressions(statement, &mut |expr| {
             if found.is_none()
-                && let Some(name) = cut_position(expr)
-                && advanced.contains(&name)
+                && let Some(position) = cut_position(expr)
+                && advanced.contains(&position)
             {
-                found = Some(GlobalCursor {
-                    name: name.to_string(),
+                found = Some(Cursor {
+                    name: position,
                     cut: span(expr),
                 });
             }
@@ -66,33 +101,43 @@ fn cursor_of_scope(scope: &Scope) -> Option<GlobalCursor> {
     })
 }
 
-/// `name += step`, or `name = f(name)` (a value computed from itself).
-fn is_advanced(scope: &Scope, name: &str) -> bool {
-    scope
-        .facts
-        .statements
-        .iter()
-        .any(|statement| match statement {
-            Stmt::AugAssign(node) => {
-                matches!(node.target.as_ref(), Expr::Name(target) if target.id.as_str() == name)
-            }
-            Stmt::Assign(node) => {
-                let assigns = node.targets.iter().any(
-                    |target| matches!(target, Expr::Name(target) if target.id.as_str() == name),
-                );
-                let mut from_itself = false;
-                walk_expression(&node.value, &mut |inner| {
-                    from_itself |= matches!(inner, Expr::Name(read) if read.id.as_str() == name);
-                });
-                assigns && from_itself
-            }
-            _ => false,
-        })
+/// The position a statement advances from itself: `name += step`,
+/// `self.attr += step`, or `x = f(x)` for either.
+fn advanced_position(statement: &Stmt) -> Option<String> {
+    match statement {
+        Stmt::AugAssign(node) => position_of(&node.target),
+        Stmt::Assign(node) => {
+            let [target] = node.targets.as_slice() else {
+                return None;
+            };
+            let position = position_of(target)?;
+            let mut from_itself = false;
+            walk_expression(&node.value, &mut |inner| {
+                from_itself |= position_of(inner).as_deref() == Some(position.as_str());
+            });
+            from_itself.then_some(position)
+        }
+        _ => None,
+    }
 }
 
-/// The name data is cut at: the lower bound of `x[a:b]` (or of the first
-/// axis of `x[a:b, :]`), or the index of `x[a]`.
-fn cut_position(expr: &Expr) -> Option<&str> {
+/// `name`, or `self.attr`, as written.
+fn position_of(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Name(name) => Some(name.id.to_string()),
+        Expr::Attribute(attribute) => match attribute.value.as_ref() {
+            Expr::Name(base) if base.id.as_str() == "self" => {
+                Some(format!("self.{}", attribute.attr))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The position data is cut at: the lower bound of `x[a:b]` (or of the
+/// first axis of `x[a:b, :]`), or the index of `x[a]`.
+fn cut_position(expr: &Expr) -> Option<String> {
     // A store (`history[step] = loss`) writes at the position, reads no data.
     let Expr::Subscript(subscript) = expr else {
         return None;
@@ -108,8 +153,5 @@ fn cut_position(expr: &Expr) -> Option<&str> {
         Expr::Slice(slice) => slice.lower.as_deref()?,
         other => other,
     };
-    match position {
-        Expr::Name(name) => Some(name.id.as_str()),
-        _ => None,
-    }
+    position_of(position)
 }

@@ -16,8 +16,8 @@
 use rustpython_parser::ast::{Expr, Operator, Stmt};
 
 use super::facts::SplitFacts;
-use crate::analysis::splits;
 use crate::analysis::walk::{walk_expression, walk_statement_expressions};
+use crate::analysis::{cursors, splits};
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
@@ -165,7 +165,7 @@ impl Invariant for DataDiffers {
             .iter()
             .find(|call| is_seeding(program, call) && !seeds_by_rank(program, call));
         let line = program.line(divided.start);
-        if let Some(cursor) = deterministic_cursor(program) {
+        if let Some(cursor) = deterministic_cursor(program, &facts.divisions) {
             return vec![Decision::new(
                 DATA_DIFFERS,
                 Verdict::Unknown,
@@ -212,10 +212,30 @@ impl Invariant for DataDiffers {
 }
 
 /// A cut of the data at a cursor the program advances itself, with no rank
-/// in it: a `global` index a function advances (`data[data_index:...]`), or
-/// an offset computed from the step (`offset = (step * batch) % n`).
-fn deterministic_cursor(program: &Program) -> Option<std::ops::Range<usize>> {
-    if let Some(cursor) = crate::analysis::cursors::global_cursor(program.module) {
+/// in it: a `global` index or an attribute of `self` a function advances
+/// (`data[data_index:...]`), a name a divided loop advances itself, or an
+/// offset computed from the step (`offset = (step * batch) % n`).
+fn deterministic_cursor(
+    program: &Program,
+    divisions: &[std::ops::Range<usize>],
+) -> Option<std::ops::Range<usize>> {
+    if let Some(cursor) = cursors::state_cursor(program.module) {
+        return Some(cursor.cut);
+    }
+    let divided_loop_cursor = program.module.scopes.iter().find_map(|scope| {
+        scope.facts.statements.iter().find_map(|statement| {
+            let header = match statement {
+                Stmt::For(node) => span(node.iter.as_ref()),
+                Stmt::While(node) => span(node.test.as_ref()),
+                _ => return None,
+            };
+            let divided = divisions
+                .iter()
+                .any(|division| header.start <= division.start && division.end <= header.end);
+            divided.then(|| cursors::loop_cursor(statement)).flatten()
+        })
+    });
+    if let Some(cursor) = divided_loop_cursor {
         return Some(cursor.cut);
     }
     for scope in &program.module.scopes {
