@@ -77,6 +77,7 @@ e2e_cases!(
     tf1_batches_drawn_by_helper,
     tf1_global_cursor_left_whole,
     tape_loop_cursor_left_whole,
+    keras_one_cycle_horizon,
     tf1_unseeded_split,
     tf1_helper_fetches_and_builds_pipeline,
     tf1_session_run_in_helper,

@@ -514,3 +514,15 @@ pub fn method_chain(expr: &Expr) -> Vec<(&str, &ast::ExprCall)> {
     chain.reverse();
     chain
 }
+
+/// An expression's shape without its source positions, to compare two.
+pub fn expression_shape(expr: &Expr) -> String {
+    let mut parts = Vec::new();
+    walk_expression(expr, &mut |inner| match inner {
+        Expr::Name(name) => parts.push(name.id.to_string()),
+        Expr::Constant(constant) => parts.push(format!("{:?}", constant.value)),
+        Expr::Attribute(attribute) => parts.push(attribute.attr.to_string()),
+        _ => parts.push(String::from("·")),
+    });
+    parts.join(" ")
+}

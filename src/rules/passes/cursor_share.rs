@@ -13,7 +13,9 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use crate::analysis::walk::{target_names, walk_expression, walk_statement_expressions};
+use crate::analysis::walk::{
+    expression_shape, target_names, walk_expression, walk_statement_expressions,
+};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
@@ -30,7 +32,7 @@ pub fn is_batch_cursor(for_loop: &ast::StmtFor) -> bool {
     let Some(ranges) = ranges.filter(|ranges| !ranges.is_empty()) else {
         return false;
     };
-    let step = |range: &ast::ExprCall| shape(&range.args[2]);
+    let step = |range: &ast::ExprCall| expression_shape(&range.args[2]);
     let same_step = ranges.windows(2).all(|pair| step(pair[0]) == step(pair[1]));
     same_step && slices_by(&for_loop.body, &target_names(&for_loop.target))
 }
@@ -132,16 +134,4 @@ fn slices_by(body: &[Stmt], variables: &[&str]) -> bool {
         });
     });
     found
-}
-
-/// An expression's shape without its source positions, to compare two.
-fn shape(expr: &Expr) -> String {
-    let mut parts = Vec::new();
-    walk_expression(expr, &mut |inner| match inner {
-        Expr::Name(name) => parts.push(name.id.to_string()),
-        Expr::Constant(constant) => parts.push(format!("{:?}", constant.value)),
-        Expr::Attribute(attribute) => parts.push(attribute.attr.to_string()),
-        _ => parts.push(String::from("·")),
-    });
-    parts.join(" ")
 }

@@ -17,6 +17,8 @@ use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::library;
 use crate::analysis::package::Symbol;
+use crate::analysis::training::Scope;
+use crate::analysis::walk::{expression_shape, walk_expression};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -36,7 +38,26 @@ pub const RATE_CHANGER_ELSEWHERE: Code = Code::new(
     "A callback class defined in another module of the package sets absolute learning rates, which undo their scaling by the number of workers; that module is not rewritten.",
 );
 
-pub const CODES: &[Code] = &[RATE_CHANGER_SCALED, RATE_CHANGER_ELSEWHERE];
+pub const HORIZON_DIVIDED: Code = Code::new(
+    "DST133",
+    "rate-horizon-divided",
+    Severity::Info,
+    "A callback class of the module that sets the learning rate is built with a count computed from the epochs of a fit whose epochs are divided among the workers (a one-cycle policy's total steps): the count is divided as the epochs are, so the schedule runs to its end.",
+);
+
+pub const HORIZON_UNKNOWN: Code = Code::new(
+    "DST134",
+    "rate-horizon-unknown",
+    Severity::Warning,
+    "A callback class of the module that sets the learning rate is built with counts that nothing ties to the epochs of a fit whose epochs are divided: if one is the length of training, its schedule stops part-way.",
+);
+
+pub const CODES: &[Code] = &[
+    RATE_CHANGER_SCALED,
+    RATE_CHANGER_ELSEWHERE,
+    HORIZON_DIVIDED,
+    HORIZON_UNKNOWN,
+];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
     if rewrite.learning_rates.work_not_split() || rewrite.had_horovod {
@@ -63,9 +84,114 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             && is_keras_callback(rewrite, class)
         {
             scale_rates_set_by_callback(rewrite, class);
+            divide_horizons(rewrite, class);
         }
     }
     warn_rate_setting_callbacks_elsewhere(rewrite);
+}
+
+/// A callback class that sets the rate, built with a count computed from
+/// the epochs of a fit whose epochs were divided (a one-cycle policy's
+/// total steps, `epochs * steps_per_epoch`, or the epochs themselves): each
+/// worker trains 1/N of those epochs, so the count is divided as they were,
+/// or its schedule would stop part-way, near its peak rate.
+fn divide_horizons(rewrite: &mut ModuleRewrite, class: &ast::StmtClassDef) {
+    if !sets_learning_rate(rewrite.text, class) {
+        return;
+    }
+    if rewrite.learning_rates.fits_with_divided_epochs.is_empty() {
+        return;
+    }
+    let epochs = divided_epochs(rewrite);
+    let module = rewrite.module;
+    for scope in &module.scopes {
+        for site in &scope.facts.calls {
+            if !matches!(site.call.func.as_ref(), Expr::Name(name) if name.id.as_str() == class.name.as_str())
+            {
+                continue;
+            }
+            let arguments: Vec<&Expr> = site
+                .call
+                .args
+                .iter()
+                .chain(site.call.keywords.iter().map(|keyword| &keyword.value))
+                .collect();
+            let counts: Vec<&Expr> = arguments
+                .iter()
+                .copied()
+                .filter(|argument| counts_from_epochs(scope, argument, &epochs))
+                .collect();
+            for count in &counts {
+                rewrite.divide_expression(count);
+                rewrite.diagnose(Diagnostic::new(
+                    HORIZON_DIVIDED,
+                    span(*count),
+                    format!("`{}` sets the learning rate over a count computed from the epochs of a fit whose epochs are divided among the workers: the count is divided too, so its schedule runs to its end", class.name),
+                ));
+            }
+            if counts.is_empty() && !arguments.is_empty() {
+                rewrite.diagnose(
+                    Diagnostic::new(
+                        HORIZON_UNKNOWN,
+                        span(site.call),
+                        format!("`{}` sets the learning rate, and the epochs of a fit in this module are divided among the workers: if a count it is given is the length of training (in steps or epochs), each worker stops 1/N of the way through its schedule", class.name),
+                    )
+                    .with_suggestion(format!("divide that count by {} as the epochs are", rewrite.horovod_call("size"))),
+                );
+            }
+        }
+    }
+}
+
+/// Whether a method of the class sets the optimizer's rate; `text` is the
+/// source of its module.
+pub fn sets_learning_rate(text: &str, class: &ast::StmtClassDef) -> bool {
+    class.body.iter().any(|stmt| {
+        matches!(stmt, Stmt::FunctionDef(method) if !rates_set(text, &method.body).is_empty())
+    })
+}
+
+/// The shapes of the epochs of the module's fits whose epochs were divided.
+fn divided_epochs(rewrite: &ModuleRewrite) -> Vec<String> {
+    let fits = &rewrite.learning_rates.fits_with_divided_epochs;
+    rewrite
+        .module
+        .scopes
+        .iter()
+        .flat_map(|scope| scope.facts.calls.iter())
+        .filter(|site| fits.contains(&span(site.call)))
+        .filter_map(|site| {
+            crate::analysis::walk::keyword(site.call, "epochs")
+                .map(|keyword| &keyword.value)
+                .or_else(|| site.call.args.get(3))
+        })
+        .filter(|epochs| !matches!(epochs, Expr::Constant(_)))
+        .map(expression_shape)
+        .collect()
+}
+
+/// Whether an argument holds one of the epoch counts, written in it or in
+/// the value of the name it is (`total_steps = epochs * steps_per_epoch`).
+fn counts_from_epochs(scope: &Scope, argument: &Expr, epochs: &[String]) -> bool {
+    let holds = |expr: &Expr| {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            found |= epochs.contains(&expression_shape(inner));
+        });
+        found
+    };
+    if holds(argument) {
+        return true;
+    }
+    let Expr::Name(name) = argument else {
+        return false;
+    };
+    scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name.as_str() == name.id.as_str())
+        .any(|assignment| holds(assignment.value))
 }
 
 fn is_keras_callback(rewrite: &ModuleRewrite, class: &ast::StmtClassDef) -> bool {

@@ -7,12 +7,13 @@
 //! named where the callbacks are (the DST102 advice then stays).
 
 use crate::python::parse::span;
-use rustpython_parser::ast::{self, Expr};
+use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::optimizer::{find_compiles, name_assignments};
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
 use crate::analysis::walk::keyword;
 use crate::rules::passes::learning_rate::learning_rate_value;
+use crate::rules::passes::rate_changers;
 use crate::rules::rewrite::ModuleRewrite;
 
 /// `hvd.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=N, momentum_correction=False)`
@@ -43,6 +44,12 @@ pub(super) fn warmup_callback(
         ));
         return None;
     }
+    if let Some(setter) = callback_setting_rate(rewrite, fit) {
+        *why_not = Some(format!(
+            "`{setter}` in its callbacks sets the rate itself, which would override a warm-up"
+        ));
+        return None;
+    }
     let compiles = find_compiles(rewrite, scope_index, receiver);
     let [(compile_scope, compile)] = compiles.as_slice() else {
         return None;
@@ -69,6 +76,51 @@ pub(super) fn warmup_callback(
         rewrite.hvd,
         rewrite.horovod_call("size")
     ))
+}
+
+/// A callback class of the module, built in the fit's callbacks list, that
+/// sets the optimizer's rate itself (a one-cycle policy).
+fn callback_setting_rate<'a>(rewrite: &'a ModuleRewrite, fit: &ast::ExprCall) -> Option<&'a str> {
+    let Expr::List(callbacks) = &keyword(fit, "callbacks")?.value else {
+        return None;
+    };
+    let class_built = |value: &Expr| match value {
+        Expr::Call(call) => match call.func.as_ref() {
+            Expr::Name(name) => Some(name.id.to_string()),
+            _ => None,
+        },
+        _ => None,
+    };
+    // Built in the list, or bound to a name first (`cycle = OneCycle(...)`).
+    let built: Vec<String> = callbacks
+        .elts
+        .iter()
+        .flat_map(|element| match element {
+            Expr::Name(name) => rewrite
+                .module
+                .scopes
+                .iter()
+                .flat_map(|scope| scope.facts.assignments.iter())
+                .filter(|assignment| assignment.name.as_str() == name.id.as_str())
+                .filter_map(|assignment| class_built(assignment.value))
+                .collect(),
+            other => class_built(other).into_iter().collect::<Vec<_>>(),
+        })
+        .collect();
+    rewrite
+        .module
+        .module
+        .body
+        .iter()
+        .find_map(|stmt| match stmt {
+            Stmt::ClassDef(class)
+                if built.iter().any(|name| name == class.name.as_str())
+                    && rate_changers::sets_learning_rate(rewrite.text, class) =>
+            {
+                Some(class.name.as_str())
+            }
+            _ => None,
+        })
 }
 
 /// The number of epochs each worker trains (at most), when it is known.
