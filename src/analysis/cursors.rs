@@ -76,7 +76,7 @@ fn cursor_of_scope(scope: &Scope) -> Option<Cursor> {
         .filter_map(|statement| advanced_position(statement))
         .filter(|position| position.starts_with("self.") || globals.contains(&position.as_str()))
         .collect();
-    let statements: Vec<&Stmt> = scope.facts.statements.iter().copied().collect();
+    let statements: Vec<&Stmt> = scope.facts.statements.to_vec();
     first_cut(&statements, &advanced)
 }
 
