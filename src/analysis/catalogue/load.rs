@@ -74,6 +74,7 @@ struct EntryText {
     hides_inner_optimizer: Option<bool>,
     counts_steps: Option<StepsText>,
     callback_writes: Option<PathText>,
+    trains_elsewhere: Option<TrainsElsewhereText>,
     /// Touches no storage and races with nobody: known, so its name says nothing.
     #[serde(default)]
     harmless: bool,
@@ -97,6 +98,13 @@ enum ArgumentText {
 #[serde(deny_unknown_fields)]
 struct StepsText {
     argument: Option<ArgumentText>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrainsElsewhereText {
+    builder: Option<ArgumentText>,
+    by: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -296,7 +304,7 @@ fn add_entries(
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
         if effects.is_empty() && text.returns.is_none() && !text.harmless {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, seeds-with, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, windows-series, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, returns, or harmless: true)")));
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, seeds-with, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, windows-series, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, trains-elsewhere, returns, or harmless: true)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -393,6 +401,12 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
             return Err("counts-steps needs its argument (position, keyword or both)".into());
         };
         effects.push(Effect::CountsSteps { argument });
+    }
+    if let Some(elsewhere) = &text.trains_elsewhere {
+        effects.push(Effect::TrainsElsewhere {
+            builder: argument(elsewhere.builder.as_ref())?,
+            by: elsewhere.by.clone(),
+        });
     }
     if let Some(callback) = &text.callback_writes {
         effects.push(Effect::CallbackWrites {

@@ -249,6 +249,13 @@ pub enum Effect {
     CallbackWrites {
         path: Option<Argument>,
     },
+    /// Trains models through a loop of its own, which the rewrite does not
+    /// distribute (`by`: "scikit-learn's fit"): a scikit-learn wrapper of the
+    /// models `builder` builds, a reinforcement-learning agent.
+    TrainsElsewhere {
+        builder: Option<Argument>,
+        by: String,
+    },
 }
 
 impl Effect {
@@ -286,6 +293,7 @@ impl Effect {
             Effect::HidesInnerOptimizer => "hides its inner optimizer",
             Effect::CountsSteps { .. } => "counts optimizer steps",
             Effect::CallbackWrites { .. } => "writes while fit runs",
+            Effect::TrainsElsewhere { .. } => "trains models in a loop of its own",
         }
     }
 }

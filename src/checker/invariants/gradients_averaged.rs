@@ -17,6 +17,7 @@
 
 use rustpython_parser::ast::{Constant, Expr, Stmt};
 
+use crate::analysis::catalogue::Effect;
 use crate::analysis::library::{self, LibraryClass};
 use crate::analysis::training::{Scope, TrainingPattern};
 use crate::checker::program::ScopedCall;
@@ -53,6 +54,7 @@ impl Invariant for GradientsAveraged {
         decisions.extend(graph_optimizers(program, calls));
         decisions.extend(bypassing_gradients(program, calls));
         decisions.extend(optimize_loss(program, calls));
+        decisions.extend(trained_elsewhere(program, calls));
         decisions
     }
 }
@@ -377,6 +379,67 @@ fn optimize_loss(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
             }
         })
         .collect()
+}
+
+/// A call the catalogue says trains models in a loop of its own (a
+/// scikit-learn wrapper's fit, a reinforcement-learning agent's train): the
+/// rewrite does not distribute that path, so each worker runs it alone.
+/// When the function building its models compiles with a wrapped optimizer,
+/// each worker's copy of that loop issues allreduces that nothing pairs
+/// with the others' (a search draws its own candidates in each process).
+fn trained_elsewhere(program: &Program, calls: &[ScopedCall]) -> Vec<Decision> {
+    calls
+        .iter()
+        .filter_map(|call| {
+            let known = program.known(call);
+            let (builder, by) = known.entry()?.effects.iter().find_map(|effect| match effect {
+                Effect::TrainsElsewhere { builder, by } => Some((builder.clone(), by.clone())),
+                _ => None,
+            })?;
+            let line = program.line(call.range().start);
+            let name = call.callee.as_deref().unwrap_or_default();
+            let name = name.rsplit('.').next().unwrap_or(name);
+            let builder = builder
+                .as_ref()
+                .and_then(|argument| argument.of(call.site.call))
+                .and_then(|expr| match expr {
+                    Expr::Name(builder) => Some(builder.id.as_str()),
+                    _ => None,
+                });
+            let wrapped = builder.is_some_and(|builder| compiles_wrapped(program, builder));
+            Some(match (builder, wrapped) {
+                (Some(builder), true) => decision(
+                    Verdict::Violated,
+                    call.range(),
+                    format!("`{name}` at line {line} trains the models `{builder}` builds through {by}, which every worker runs on its own: `{builder}` now compiles a Horovod optimizer, whose allreduces nothing pairs across the workers' runs"),
+                ),
+                (Some(builder), false) => decision(
+                    Verdict::Unknown,
+                    call.range(),
+                    format!("`{name}` at line {line} trains the models `{builder}` builds through {by}, a path the rewrite does not distribute: each worker would train them on its own"),
+                ),
+                (None, _) => decision(
+                    Verdict::Unknown,
+                    call.range(),
+                    format!("`{name}` at line {line} trains through {by}, a path the rewrite does not distribute: each worker would train its own copy"),
+                ),
+            }
+            .with_suggestion("run that training on one worker, in a program of its own, or leave this module single-GPU"))
+        })
+        .collect()
+}
+
+/// Whether the module's function `name` compiles a model with an optimizer
+/// Horovod wraps.
+fn compiles_wrapped(program: &Program, name: &str) -> bool {
+    program.module.scopes.iter().any(|scope| {
+        matches!(scope.function, Some(Stmt::FunctionDef(def)) if def.name.as_str() == name)
+            && scope.facts.calls.iter().any(|site| {
+                matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "compile")
+                    && Program::argument(site.call, "optimizer", 0)
+                        .is_some_and(|optimizer| program.is_horovod_value(scope, optimizer))
+            })
+    })
 }
 
 /// `apply_gradients` of gradients from `tf.gradients(...)`: they bypass the
