@@ -25,7 +25,7 @@ use crate::python::parse::span;
 
 pub use models::{creates_estimator, is_library_estimator, model_function_argument};
 pub use scopes::{called_functions, callee_name, calls_in_scope, find_call};
-pub use sites::is_gradient_tape_call;
+pub use sites::{TrainOpElsewhere, is_gradient_tape_call, train_op_built_elsewhere};
 
 /// Whether a call of the scopes calls a method of one of these names.
 pub fn calls_any_of(scopes: &[Scope], methods: &[&str]) -> bool {

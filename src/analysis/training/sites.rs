@@ -13,7 +13,7 @@ use super::scopes::callee_name;
 use super::{ModuleAnalysis, Scope, TrainingPattern, TrainingSite};
 use crate::analysis::bindings::Bindings;
 use crate::analysis::library::{self, KERAS_MODEL};
-use crate::analysis::package::{Module, Package};
+use crate::analysis::package::{Module, Package, Symbol};
 use crate::analysis::walk::dotted_name;
 use crate::python::parse::span;
 
@@ -83,7 +83,8 @@ impl<'s> ModuleFacts<'s> {
         ModuleFacts {
             package,
             module,
-            builds_a_train_op: super::calls_any_of(scopes, &["minimize", "apply_gradients"]),
+            builds_a_train_op: super::calls_any_of(scopes, &["minimize", "apply_gradients"])
+                || train_op_built_elsewhere(package, module, scopes).is_some(),
             imports_tensorflow: module.bindings.iter().any(|(_, binding)| {
                 library::is_tensorflow(&library::canonical_name(&binding.qualified))
             }),
@@ -263,4 +264,60 @@ fn fit_receiver(module: &ModuleFacts, scope: &ScopeFacts, call: &ast::ExprCall) 
     } else {
         FitReceiver::NotAModel
     }
+}
+
+/// A call of a function of another package module that builds a train op
+/// (`train_op = model.training(loss, rate)`, whose body calls `minimize`).
+#[derive(Debug, Clone)]
+pub struct TrainOpElsewhere {
+    /// The call in this module.
+    pub call: std::ops::Range<usize>,
+    /// `model.training`, as the function is defined.
+    pub function: String,
+    /// The path of the module that defines it.
+    pub path: String,
+}
+
+/// The first call in the module of another package module's function that
+/// runs an optimizer step builder (`minimize`, `apply_gradients`) itself.
+pub fn train_op_built_elsewhere(
+    package: &Package,
+    module: &Module,
+    scopes: &[Scope],
+) -> Option<TrainOpElsewhere> {
+    scopes.iter().find_map(|scope| {
+        scope.facts.calls.iter().find_map(|site| {
+            let callee = callee_name(package, module, scope, &site.call.func)?;
+            let Symbol::Function(defining, Stmt::FunctionDef(function)) =
+                package.resolve_symbol(&callee)
+            else {
+                return None;
+            };
+            if defining.name == module.name || !builds_step(&function.body) {
+                return None;
+            }
+            Some(TrainOpElsewhere {
+                call: span(site.call),
+                function: format!(
+                    "{}.{}",
+                    defining.name.rsplit('.').next().unwrap_or(&defining.name),
+                    function.name
+                ),
+                path: defining.source.relative_path.clone(),
+            })
+        })
+    })
+}
+
+fn builds_step(body: &[Stmt]) -> bool {
+    let mut found = false;
+    crate::analysis::walk::for_each_statement(body, false, &mut |statement| {
+        found |= crate::analysis::walk::calls_in_statement(statement)
+            .iter()
+            .any(|call| {
+                matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                if matches!(attribute.attr.as_str(), "minimize" | "apply_gradients"))
+            });
+    });
+    found
 }

@@ -75,6 +75,7 @@ impl Pattern for Session {
             VARIABLES_INITIALIZER_NOT_RUN,
             SEVERAL_SESSIONS,
             SESSION_USED_ACROSS_FUNCTIONS,
+            TRAIN_OP_IN_ANOTHER_MODULE,
         ]
     }
 
@@ -83,7 +84,34 @@ impl Pattern for Session {
     }
 }
 
+pub const TRAIN_OP_IN_ANOTHER_MODULE: Code = Code::new(
+    "DST135",
+    "train-op-in-another-module",
+    Severity::Warning,
+    "The session runs a train op that a function of another package module builds (`model.training(loss, rate)`): its optimizer would have to be wrapped there, in step with this loop's rewrite, which the tool does not do across modules; the module is left as written.",
+);
+
 fn rewrite_module(rewrite: &mut ModuleRewrite) {
+    let module = rewrite.module;
+    let own_step =
+        crate::analysis::training::calls_any_of(&module.scopes, &["minimize", "apply_gradients"]);
+    if !own_step
+        && let Some(elsewhere) = crate::analysis::training::train_op_built_elsewhere(
+            rewrite.analysis.package,
+            module.module,
+            &module.scopes,
+        )
+    {
+        rewrite.refuse(
+            Diagnostic::new(
+                TRAIN_OP_IN_ANOTHER_MODULE,
+                elsewhere.call,
+                format!("the session loop runs the train op that `{}` ({}) builds: its optimizer would have to be wrapped in `hvd.DistributedOptimizer` there, in step with this loop, and the tool does not rewrite one training loop across modules; the module was left as written and stays single-GPU", elsewhere.function, elsewhere.path),
+            )
+            .with_suggestion("build the optimizer in this module and pass it to the function, or wrap it there with `hvd.DistributedOptimizer` and scale its rate, then add the session's broadcast and split by hand"),
+        );
+        return;
+    }
     wrap_optimizers(rewrite);
     let module = rewrite.module;
     let sessions: Vec<_> = module
