@@ -104,6 +104,14 @@ const MUTATIONS: &[Mutation] = &[
         replace: "        print(step, float(loss))\n    if float(loss) < 0.05:\n        break\n",
         at: "break",
     },
+    // A running average of the loss is still each worker's own.
+    Mutation {
+        program: "tape_loop.py",
+        code: "DST308",
+        find: "        print(step, float(loss))\n",
+        replace: "        print(step, float(loss))\n    smoothed = 0.9 * smoothed + 0.1 * loss\n    if smoothed < 0.05:\n        break\n",
+        at: "break",
+    },
     Mutation {
         program: "tape_loop.py",
         code: "DST310",

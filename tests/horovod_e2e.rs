@@ -78,6 +78,7 @@ e2e_cases!(
     tf1_global_cursor_left_whole,
     tape_loop_cursor_left_whole,
     keras_one_cycle_horizon,
+    tape_episode_stop_averaged,
     tf1_unseeded_split,
     tf1_helper_fetches_and_builds_pipeline,
     tf1_session_run_in_helper,

@@ -526,3 +526,33 @@ pub fn expression_shape(expr: &Expr) -> String {
     });
     parts.join(" ")
 }
+
+/// The `break`s of a loop body (not of nested loops), with the test of the
+/// innermost `if` around each.
+pub fn loop_breaks(body: &[Stmt]) -> Vec<(&Stmt, Option<&Expr>)> {
+    let mut found = Vec::new();
+    fn walk<'a>(
+        body: &'a [Stmt],
+        test: Option<&'a Expr>,
+        found: &mut Vec<(&'a Stmt, Option<&'a Expr>)>,
+    ) {
+        for statement in body {
+            match statement {
+                Stmt::Break(_) => found.push((statement, test)),
+                Stmt::If(node) => {
+                    walk(&node.body, Some(&node.test), found);
+                    walk(&node.orelse, Some(&node.test), found);
+                }
+                Stmt::With(node) => walk(&node.body, test, found),
+                Stmt::Try(node) => {
+                    walk(&node.body, test, found);
+                    walk(&node.orelse, test, found);
+                    walk(&node.finalbody, test, found);
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(body, None, &mut found);
+    found
+}

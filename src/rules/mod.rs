@@ -321,6 +321,10 @@ fn propose<'a>(
     );
     rewrite.run_pass(passes::seeds::SEED_MADE_PER_RANK, passes::seeds::run);
     rewrite.run_pass(
+        passes::agreed_stops::STOP_AVERAGED,
+        passes::agreed_stops::run,
+    );
+    rewrite.run_pass(
         passes::strategies::STRATEGY_REPLACED,
         passes::strategies::run,
     );

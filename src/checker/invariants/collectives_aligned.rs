@@ -19,11 +19,15 @@
 //! files, a generator, a list of files), unless the stream is repeated (a
 //! bound then stops the loop).
 
+use std::collections::HashSet;
+
 use rustpython_parser::ast::{Expr, Stmt};
 
 use super::facts;
 use crate::analysis::catalogue::{Effect, ShardLevel};
-use crate::analysis::walk::{for_each_statement, walk_expression, walk_statement_expressions};
+use crate::analysis::walk::{
+    for_each_statement, loop_breaks, walk_expression, walk_statement_expressions,
+};
 
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
@@ -325,9 +329,7 @@ fn loop_stop(
         Stmt::AsyncFor(node) => &node.body,
         _ => return None,
     };
-    let mut breaks = Vec::new();
-    collect_breaks(body, &mut breaks);
-    for (brk, condition) in breaks {
+    for (brk, condition) in loop_breaks(body) {
         if !condition.is_some_and(|test| decided_locally(program, scope, loop_statement, test)) {
             continue;
         }
@@ -349,34 +351,6 @@ fn loop_stop(
         ).with_suggestion("bound the loop by a step count, or test a value averaged with `hvd.allreduce`"));
     }
     None
-}
-
-/// The `break`s of a loop body (not of nested loops), with the test of the
-/// innermost `if` around each.
-fn collect_breaks<'a>(body: &'a [Stmt], found: &mut Vec<(&'a Stmt, Option<&'a Expr>)>) {
-    fn walk<'a>(
-        body: &'a [Stmt],
-        test: Option<&'a Expr>,
-        found: &mut Vec<(&'a Stmt, Option<&'a Expr>)>,
-    ) {
-        for statement in body {
-            match statement {
-                Stmt::Break(_) => found.push((statement, test)),
-                Stmt::If(node) => {
-                    walk(&node.body, Some(&node.test), found);
-                    walk(&node.orelse, Some(&node.test), found);
-                }
-                Stmt::With(node) => walk(&node.body, test, found),
-                Stmt::Try(node) => {
-                    walk(&node.body, test, found);
-                    walk(&node.orelse, test, found);
-                    walk(&node.finalbody, test, found);
-                }
-                _ => {}
-            }
-        }
-    }
-    walk(body, None, found);
 }
 
 /// Whether a test reads a value each rank computes for itself in the loop:
@@ -414,15 +388,68 @@ fn decided_locally(
     if coordinated {
         return false;
     }
+    let per_rank = computed_per_rank(program, scope, loop_statement);
+    names.iter().any(|name| per_rank.contains(name))
+}
+
+/// The names a loop assigns from a value each rank computes for itself: a
+/// call's result (a session's, an environment's step, a loss), or
+/// arithmetic of such a name (`episode_reward += reward`, then
+/// `running_reward = 0.05 * episode_reward + 0.95 * running_reward`).
+fn computed_per_rank(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    loop_statement: &Stmt,
+) -> HashSet<String> {
     let inside = span(loop_statement);
-    scope.facts.assignments.iter().any(|assignment| {
-        let at = span(assignment.statement);
-        names.contains(&assignment.name)
-            && inside.start <= at.start
-            && at.end <= inside.end
-            && computed_by_a_call(assignment.value)
-            && !fetches_global_step(program, scope, assignment)
-    })
+    let in_loop: Vec<_> = scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| {
+            let at = span(assignment.statement);
+            inside.start <= at.start && at.end <= inside.end
+        })
+        .collect();
+    let mut per_rank: HashSet<String> = in_loop
+        .iter()
+        .filter(|assignment| {
+            computed_by_a_call(assignment.value) && !fetches_global_step(program, scope, assignment)
+        })
+        .map(|assignment| assignment.name.clone())
+        .collect();
+    // `episode_reward += reward` too, which the scope's assignments leave out.
+    let mut updates: Vec<(String, &Expr)> = in_loop
+        .iter()
+        .map(|assignment| (assignment.name.clone(), assignment.value))
+        .collect();
+    for_each_statement(
+        std::slice::from_ref(loop_statement),
+        false,
+        &mut |statement| {
+            if let Stmt::AugAssign(node) = statement
+                && let Expr::Name(target) = node.target.as_ref()
+            {
+                updates.push((target.id.to_string(), node.value.as_ref()));
+            }
+        },
+    );
+    loop {
+        let before = per_rank.len();
+        for (name, value) in &updates {
+            let mut reads_per_rank = false;
+            walk_expression(value, &mut |inner| {
+                reads_per_rank |=
+                    matches!(inner, Expr::Name(name) if per_rank.contains(name.id.as_str()));
+            });
+            if reads_per_rank {
+                per_rank.insert(name.clone());
+            }
+        }
+        if per_rank.len() == before {
+            return per_rank;
+        }
+    }
 }
 
 /// `_, step = sess.run([train_op, global_step])`: the name receives the

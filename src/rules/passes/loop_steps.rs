@@ -388,23 +388,41 @@ fn report_unbounded_while(rewrite: &mut ModuleRewrite, while_loop: &ast::StmtWhi
     );
 }
 
-/// Whether a `while` loop steps an environment (`env.step(action)`): it
-/// ends with the episode.
+/// Whether a `while` loop steps an environment (`env.step(action)`) in its
+/// own body, not in a loop nested in it: it ends with the episode. A loop
+/// whose episodes run in a nested loop trains once per episode instead.
 pub fn steps_an_environment(while_loop: &ast::StmtWhile) -> bool {
-    let mut steps_environment = false;
-    for_each_statement(&while_loop.body, false, &mut |stmt| {
-        walk_statement_expressions(stmt, &mut |expr| {
-            if let Expr::Call(call) = expr
-                && let Expr::Attribute(attribute) = call.func.as_ref()
-                && attribute.attr.as_str() == "step"
-                && dotted_name(&attribute.value)
-                    .is_some_and(|receiver| receiver.to_lowercase().contains("env"))
-            {
-                steps_environment = true;
-            }
-        });
-    });
-    steps_environment
+    fn steps(body: &[Stmt]) -> bool {
+        body.iter().any(|stmt| {
+            let mut found = false;
+            walk_statement_expressions(stmt, &mut |expr| {
+                if let Expr::Call(call) = expr
+                    && let Expr::Attribute(attribute) = call.func.as_ref()
+                    && attribute.attr.as_str() == "step"
+                    && dotted_name(&attribute.value)
+                        .is_some_and(|receiver| receiver.to_lowercase().contains("env"))
+                {
+                    found = true;
+                }
+            });
+            found
+                || match stmt {
+                    Stmt::If(node) => steps(&node.body) || steps(&node.orelse),
+                    Stmt::With(node) => steps(&node.body),
+                    Stmt::Try(node) => {
+                        steps(&node.body)
+                            || steps(&node.orelse)
+                            || steps(&node.finalbody)
+                            || node.handlers.iter().any(|handler| {
+                                let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                                steps(&handler.body)
+                            })
+                    }
+                    _ => false,
+                }
+        })
+    }
+    steps(&while_loop.body)
 }
 
 /// DST126 for training steps inside an environment's episode loop.

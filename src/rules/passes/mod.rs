@@ -4,6 +4,7 @@
 //! scheme, removal of the user's device pinning, and rank-0 guards. The loop-step division, sharding and the one-time broadcast
 //! are called by the patterns on the loop they found.
 
+pub mod agreed_stops;
 pub mod broadcast;
 pub mod cached_file;
 pub mod cursor_share;
@@ -29,6 +30,7 @@ use crate::diagnostics::Code;
 /// The codes the shared passes raise.
 pub fn codes() -> Vec<Code> {
     [
+        agreed_stops::CODES,
         device_pinning::CODES,
         downloads::CODES,
         learning_rate::CODES,
