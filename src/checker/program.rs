@@ -149,23 +149,37 @@ impl<'a> Program<'a> {
         })
     }
 
-    /// Whether any module of the package calls one of these Horovod functions.
+    /// Whether a module of the package this module imports, or one that
+    /// imports it (a training loop calling this module's step), calls one
+    /// of these Horovod functions. An unrelated module's call shows nothing
+    /// about this module's loops.
     pub fn package_calls_horovod(&self, functions: &[&str]) -> Option<(String, usize)> {
-        self.analysis.modules.iter().find_map(|module| {
-            module.scopes.iter().find_map(|scope| {
-                scope.facts.calls.iter().find_map(|site| {
-                    let callee =
-                        callee_name(self.analysis.package, module.module, scope, &site.call.func)?;
-                    let function = callee.rsplit('.').next()?;
-                    (library::is_horovod(&callee) && functions.contains(&function)).then(|| {
-                        (
-                            module.module.source.relative_path.clone(),
-                            module.module.source.location(span(site.call).start).line,
-                        )
+        let this = self.module.module;
+        let related = |other: &crate::analysis::package::Module| {
+            this.imports.contains(&other.name) || other.imports.contains(&this.name)
+        };
+        let modules = self.analysis.modules.iter();
+        modules
+            .filter(|module| related(module.module))
+            .find_map(|module| {
+                module.scopes.iter().find_map(|scope| {
+                    scope.facts.calls.iter().find_map(|site| {
+                        let callee = callee_name(
+                            self.analysis.package,
+                            module.module,
+                            scope,
+                            &site.call.func,
+                        )?;
+                        let function = callee.rsplit('.').next()?;
+                        (library::is_horovod(&callee) && functions.contains(&function)).then(|| {
+                            (
+                                module.module.source.relative_path.clone(),
+                                module.module.source.location(span(site.call).start).line,
+                            )
+                        })
                     })
                 })
             })
-        })
     }
 
     /// Whether an expression is a value Horovod made (`hvd.DistributedOptimizer(...)`,

@@ -393,7 +393,8 @@ fn argument_pipeline_source(
     let mut sources = Vec::new();
     for caller in &rewrite.module.scopes {
         for site in &caller.facts.calls {
-            let calls_function = matches!(site.call.func.as_ref(), Expr::Name(callee) if callee.id.as_str() == function.name());
+            let calls_function = matches!(site.call.func.as_ref(), Expr::Name(callee) if callee.id.as_str() == function.name())
+                || calls_method_of(rewrite, caller, site.call, function);
             if !calls_function || std::ptr::eq(caller, function) {
                 continue;
             }
@@ -408,6 +409,43 @@ fn argument_pipeline_source(
     match sources.as_slice() {
         [source] => Some(source.clone()),
         _ => None,
+    }
+}
+
+/// Whether a call calls the method `function` on an object of its class:
+/// `self.train(...)` in a sibling method, `Trainer().train(...)`, or
+/// `trainer.train(...)` with `trainer = Trainer(...)`.
+fn calls_method_of(
+    rewrite: &ModuleRewrite,
+    caller: &Scope,
+    call: &ast::ExprCall,
+    function: &Scope,
+) -> bool {
+    let Some(class) = function.class else {
+        return false;
+    };
+    let Expr::Attribute(attribute) = call.func.as_ref() else {
+        return false;
+    };
+    if attribute.attr.as_str() != function.name() {
+        return false;
+    }
+    let builds_class = |expr: &Expr| matches!(expr, Expr::Call(built) if matches!(built.func.as_ref(), Expr::Name(name) if name.id == class.name));
+    match attribute.value.as_ref() {
+        Expr::Name(receiver) if receiver.id.as_str() == "self" => {
+            caller.class.is_some_and(|own| std::ptr::eq(own, class))
+        }
+        Expr::Name(receiver) => [caller, &rewrite.module.scopes[0]].iter().any(|scope| {
+            let values: Vec<&Expr> = scope
+                .facts
+                .assignments
+                .iter()
+                .filter(|assignment| assignment.name == receiver.id.as_str())
+                .map(|assignment| assignment.value)
+                .collect();
+            !values.is_empty() && values.iter().all(|value| builds_class(value))
+        }),
+        other => builds_class(other),
     }
 }
 

@@ -274,8 +274,24 @@ fn resolve_alias<'a>(scope: &Scope<'a>, expr: &'a Expr) -> &'a Expr {
         return expr;
     };
     match values_assigned_to(scope, name.id.as_str()).as_slice() {
-        [value] if is_simple(value) || reads_only_globals(scope, value) => value,
+        [value]
+            if is_simple(value) || reads_only_globals(scope, value) || is_sum_of_simple(value) =>
+        {
+            value
+        }
         _ => expr,
+    }
+}
+
+/// `self.encoder.trainable_variables + self.decoder.trainable_variables`:
+/// a sum of attribute chains, which a sibling method (or the step's caller,
+/// for globals) can evaluate as written.
+fn is_sum_of_simple(expr: &Expr) -> bool {
+    match expr {
+        Expr::BinOp(operation) if operation.op == ast::Operator::Add => {
+            is_sum_of_simple(&operation.left) && is_sum_of_simple(&operation.right)
+        }
+        other => is_simple(other),
     }
 }
 
@@ -339,6 +355,17 @@ fn variables_text(text: &str, variables: &Expr) -> String {
         )
     {
         return format!("{}.variables", &text[span(attribute.value.as_ref())]);
+    }
+    // The sum of two models' variables: each model's, summed.
+    if let Expr::BinOp(operation) = variables
+        && operation.op == ast::Operator::Add
+        && is_sum_of_simple(variables)
+    {
+        return format!(
+            "{} + {}",
+            variables_text(text, &operation.left),
+            variables_text(text, &operation.right)
+        );
     }
     text[span(variables)].to_string()
 }
