@@ -15,7 +15,9 @@ use std::ops::Range;
 use rustpython_parser::ast::{Expr, ExprContext, Stmt};
 
 use crate::analysis::training::{ModuleAnalysis, Scope};
-use crate::analysis::walk::{for_each_statement, walk_expression, walk_statement_expressions};
+use crate::analysis::walk::{
+    dotted_name, for_each_statement, walk_expression, walk_statement_expressions,
+};
 use crate::python::parse::span;
 
 /// A cut of the data at a cursor: where, and the cursor as written.
@@ -31,11 +33,52 @@ pub struct Cursor {
 /// `global` name or an attribute of `self`, advanced and read at in a
 /// function of the module.
 pub fn state_cursor(module: &ModuleAnalysis) -> Option<Cursor> {
+    let seeded = module.scopes.iter().any(|scope| {
+        scope
+            .facts
+            .calls
+            .iter()
+            .any(|site| dotted_name(&site.call.func).is_some_and(|name| name.ends_with("seed")))
+    });
     module
         .scopes
         .iter()
         .filter(|scope| scope.function.is_some())
-        .find_map(cursor_of_scope)
+        .filter_map(cursor_of_scope)
+        // An object whose data its class draws at random, unseeded, holds
+        // other data in every process: its cursor walks each one's own.
+        .find(|cursor| {
+            seeded
+                || !cursor.name.starts_with("self.")
+                || !cursor
+                    .class
+                    .is_some_and(|class| draws_at_random(&class.body))
+        })
+        .map(|cursor| cursor.cursor)
+}
+
+/// A cursor found in a method, with the method's class.
+struct ScopeCursor<'a> {
+    cursor: Cursor,
+    name: String,
+    class: Option<&'a rustpython_parser::ast::StmtClassDef>,
+}
+
+/// Whether a class body calls Python's or NumPy's random draws.
+fn draws_at_random(body: &[Stmt]) -> bool {
+    let mut draws = false;
+    for_each_statement(body, true, &mut |statement| {
+        walk_statement_expressions(statement, &mut |expr| {
+            if let Expr::Call(call) = expr
+                && let Some(name) = dotted_name(&call.func)
+            {
+                draws |= ["random.", "np.random.", "numpy.random."]
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix));
+            }
+        });
+    });
+    draws
 }
 
 /// The cursor of a loop's own: a name its body advances and cuts data at.
@@ -56,7 +99,7 @@ pub fn loop_cursor(loop_statement: &Stmt) -> Option<Cursor> {
     first_cut(&statements, &advanced)
 }
 
-fn cursor_of_scope(scope: &Scope) -> Option<Cursor> {
+fn cursor_of_scope<'a>(scope: &Scope<'a>) -> Option<ScopeCursor<'a>> {
     let globals: Vec<&str> = scope
         .facts
         .statements
@@ -77,7 +120,12 @@ fn cursor_of_scope(scope: &Scope) -> Option<Cursor> {
         .filter(|position| position.starts_with("self.") || globals.contains(&position.as_str()))
         .collect();
     let statements: Vec<&Stmt> = scope.facts.statements.to_vec();
-    first_cut(&statements, &advanced)
+    let cursor = first_cut(&statements, &advanced)?;
+    Some(ScopeCursor {
+        name: cursor.name.clone(),
+        cursor,
+        class: scope.class,
+    })
 }
 
 fn first_cut(statements: &[&Stmt], advanced: &[String]) -> Option<Cursor> {
