@@ -366,18 +366,33 @@ fn report_reassignments(rewrite: &mut ModuleRewrite, found: &OptimizerAssignment
 fn report_global_changes(rewrite: &mut ModuleRewrite, creations: &Creations) {
     let module = rewrite.module;
     for (name, ranges) in creations {
-        let Some(first_function) = module
+        let users: Vec<&crate::analysis::training::Scope> = module
             .scopes
             .iter()
             .skip(1)
             .filter(|function| function.parent == Some(0) && uses_name(function.body, name))
+            .collect();
+        let Some(first_function) = users
+            .iter()
             .filter_map(|function| function.range())
             .map(|range| range.start)
             .min()
         else {
             continue;
         };
+        // Defined once, before any call of a function that uses it: every
+        // call sees that one optimizer.
+        let called_before = |at: usize| {
+            module.scopes[0].facts.calls.iter().any(|site| {
+                span(site.call).start < at
+                    && matches!(site.call.func.as_ref(), Expr::Name(callee)
+                        if users.iter().any(|user| user.name() == callee.id.as_str()))
+            })
+        };
         for range in ranges.iter().filter(|range| range.start > first_function) {
+            if ranges.len() == 1 && !called_before(range.start) {
+                continue;
+            }
             rewrite.diagnose(
                 Diagnostic::new(GLOBAL_OPTIMIZER_CHANGED, range.clone(), format!("global optimizer `{name}` is (re)defined after a function that uses it; which optimizer that function sees depends on call order"))
                     .with_suggestion("define the optimizer once, before the functions that use it"),

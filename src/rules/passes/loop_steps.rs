@@ -445,7 +445,7 @@ fn report_full_batch(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
         Diagnostic::new(
             DATASET_NOT_SHARDED,
             span(for_loop.iter.as_ref()),
-            format!("each step of `for ... in {iterable}` trains on the same data (all of it, or none), so every worker would compute the same gradient: the loop was not divided and the learning rate was left as written"),
+            format!("each step of `for ... in {iterable}` trains on the same data (all of it, or none): dividing its steps would give each worker fewer passes over that data, not a part of it, so the loop was not divided and the learning rate was left as written"),
         )
         .with_suggestion(format!(
             "train on mini-batches (`.shard({0}, {1})` each worker's part of the data, then batch it) to gain from more workers",
