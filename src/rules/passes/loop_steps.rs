@@ -12,7 +12,6 @@ use std::collections::HashSet;
 use rustpython_parser::ast::{self, CmpOp, Constant, Expr, Stmt};
 
 use super::sharding::{is_shardable, shard_dataset};
-use crate::analysis::cursors;
 use crate::analysis::walk::{
     dotted_name, for_each_statement, target_names, walk_expression, walk_statement_expressions,
 };
@@ -70,9 +69,8 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> 
 fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
     let limits = step_limits(loop_statement);
     if counts_steps(loop_statement, &limits)
-        && let Some(cursor) = cursor_of(rewrite, loop_statement)
+        && super::same_batches::report_same_batches(rewrite, loop_statement)
     {
-        report_cursor(rewrite, loop_statement, &cursor);
         return WorkSplit::NotSplit;
     }
     if !limits.is_empty() {
@@ -138,7 +136,9 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
         return false;
     }
     let limits = step_limits(loop_statement);
-    if counts_steps(loop_statement, &limits) && cursor_of(rewrite, loop_statement).is_some() {
+    if counts_steps(loop_statement, &limits)
+        && super::same_batches::draws_same_batches(rewrite, loop_statement)
+    {
         return true;
     }
     if !limits.is_empty() {
@@ -172,34 +172,6 @@ fn counts_steps(loop_statement: &Stmt, limits: &[&Expr]) -> bool {
     };
     !super::cursor_share::is_batch_cursor(for_loop)
         && range_bound(unwrap_enumerate(&for_loop.iter)).is_some()
-}
-
-/// The cursor the loop's batches are cut at: kept in module or object
-/// state, or advanced by the loop itself.
-fn cursor_of(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> Option<cursors::Cursor> {
-    cursors::state_cursor(rewrite.module).or_else(|| cursors::loop_cursor(loop_statement))
-}
-
-/// The steps of a loop whose batches a cursor cuts are left whole: every
-/// worker would advance the cursor through the same positions.
-fn report_cursor(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, cursor: &cursors::Cursor) {
-    let at = match loop_statement {
-        Stmt::For(for_loop) => span(for_loop.iter.as_ref()),
-        other => span(other),
-    };
-    let line = rewrite.module.module.source.line_label(cursor.cut.start);
-    rewrite.diagnose(
-        Diagnostic::new(
-            DATASET_NOT_SHARDED,
-            at,
-            format!("the batches are cut at `{}` ({line}), a cursor that every worker would advance through the same positions: the loop was not divided, so each worker trains on the same batches as one process would, and the learning rate was left as written", cursor.name),
-        )
-        .with_suggestion(format!(
-            "start each worker's cursor at its own offset and advance it by {size} batches, or shard the data with `.shard({size}, {rank})`, to gain from more workers",
-            size = rewrite.horovod_call("size"),
-            rank = rewrite.horovod_call("rank")
-        )),
-    );
 }
 
 /// `x` in `enumerate(x)` or `enumerate(x, 1)`; the iterable itself otherwise.

@@ -19,6 +19,7 @@ pub mod loop_steps;
 pub mod rank_zero;
 pub mod rate_changers;
 pub mod read_barrier;
+pub mod same_batches;
 pub mod schedule_steps;
 pub mod seeds;
 pub mod sharding;
