@@ -29,7 +29,7 @@ use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 use crate::analysis::package::{FileProblem, Package, ReadFile};
 use crate::checker::applicability::Applicability;
 use crate::diagnostics::{Code, Severity};
-use crate::engine::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
+use crate::outcome::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
 use crate::python::notebook::CellChange;
 use crate::rules::Classification;
 

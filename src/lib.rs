@@ -14,6 +14,7 @@ pub mod cli;
 pub mod diagnostics;
 pub mod engine;
 pub mod github;
+pub mod outcome;
 pub mod python;
 pub mod registry;
 pub mod report;

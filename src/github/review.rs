@@ -203,7 +203,7 @@ fn review_comment(suggestion: &Suggestion) -> serde_json::Value {
 
 /// A notebook's rewrite, cell by cell, for the summary comment: a suggestion
 /// on a notebook's JSON is of no use to a reviewer.
-fn notebook_rewrite(module: &crate::engine::ModuleOutcome) -> Option<FileDiff> {
+fn notebook_rewrite(module: &crate::outcome::ModuleOutcome) -> Option<FileDiff> {
     (!module.cell_changes.is_empty()).then(|| FileDiff {
         path: module.relative_path.clone(),
         pattern: module.classification.name(),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::RunOutcome;
+use crate::outcome::RunOutcome;
 use crate::report::markdown;
 
 /// Hidden in the summary comment, so that later runs edit it.

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::analysis::package::FileProblem;
 use crate::diagnostics::Severity;
-use crate::engine::{LocatedDiagnostic, RunOutcome};
+use crate::outcome::{LocatedDiagnostic, RunOutcome};
 
 /// Escapes a message for a workflow command (GitHub's rules for data).
 fn escape_data(text: &str) -> String {

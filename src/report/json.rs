@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::engine::{LocatedDiagnostic, RunOutcome};
+use crate::outcome::{LocatedDiagnostic, RunOutcome};
 
 /// Version of the JSON shape; bumped on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::RunOutcome;
+use crate::outcome::RunOutcome;
 
 /// A table of every diagnostic (`file:line`, code, message, suggestion), at
 /// most `max_rows` rows and a line saying how many were left out.

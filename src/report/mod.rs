@@ -91,6 +91,34 @@ pub fn position(relative_path: &str, cell: Option<usize>, line: usize, column: u
     }
 }
 
+/// The diffs of a module's rewrite, rendered here: the outcome is data.
+impl crate::outcome::ModuleOutcome {
+    /// The unified diff of a held-back unsafe rewrite (empty when none).
+    pub fn held_back_diff(&self) -> String {
+        match &self.held_back {
+            None => String::new(),
+            Some(held) => self.diff_to(&held.rewritten, &held.cell_changes),
+        }
+    }
+
+    /// The unified diff of the rewrite (empty when unchanged): a notebook's
+    /// shows each changed cell's source, labelled with the cell.
+    pub fn diff(&self) -> String {
+        match &self.rewritten {
+            None => String::new(),
+            Some(rewritten) => self.diff_to(rewritten, &self.cell_changes),
+        }
+    }
+
+    fn diff_to(&self, rewritten: &str, cell_changes: &[CellChange]) -> String {
+        if cell_changes.is_empty() {
+            crate::report::unified_diff(&self.relative_path, &self.original, rewritten)
+        } else {
+            crate::report::notebook_diff(&self.relative_path, cell_changes)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

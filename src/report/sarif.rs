@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::analysis::package::FileProblem;
 use crate::diagnostics::{Code, Severity};
-use crate::engine::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
+use crate::outcome::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
 
 fn level(severity: Severity) -> &'static str {
     match severity {

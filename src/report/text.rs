@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::position;
 use crate::analysis::package::FileProblem;
-use crate::engine::{ModuleOutcome, RunOutcome};
+use crate::outcome::{ModuleOutcome, RunOutcome};
 
 /// What to show besides the diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
