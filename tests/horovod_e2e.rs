@@ -80,6 +80,7 @@ e2e_cases!(
     keras_one_cycle_horizon,
     tape_episode_stop_averaged,
     tape_trainer_attribute_models,
+    tape_text_directory_seeded,
     tf1_unseeded_split,
     tf1_helper_fetches_and_builds_pipeline,
     tf1_session_run_in_helper,

@@ -28,7 +28,14 @@ pub const SOURCE_ORDER_TURNED_OFF: Code = Code::new(
     "A data source that shuffles in each process its own way (`list_files`) now keeps one order, so that the shards taken by rank do not overlap.",
 );
 
-pub const CODES: &[Code] = &[SOURCE_ORDER_TURNED_OFF];
+pub const SOURCE_ORDER_SEEDED: Code = Code::new(
+    "DST137",
+    "source-order-seeded",
+    Severity::Info,
+    "A data source whose own shuffle is its only one (`image_dataset_from_directory`, as the catalogue says) is sharded by rank: it gets a seed every worker shares, so all draw one order (reshuffled each epoch) and the shards do not overlap.",
+);
+
+pub const CODES: &[Code] = &[SOURCE_ORDER_TURNED_OFF, SOURCE_ORDER_SEEDED];
 
 /// Inserts the shard after the source of the pipeline `dataset` names (or is).
 /// Returns whether it found a pipeline to shard.
@@ -47,6 +54,14 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
                 SOURCE_ORDER_TURNED_OFF,
                 span(call),
                 format!("`{}` drew an order of its own in each process, so shards taken by rank would overlap: it now keeps one order (`{flag}=False`) and the shard splits that; shuffle after the shard if the order matters", &rewrite.text[span(call.func.as_ref())]),
+            ));
+        }
+        OwnOrder::Seeded(call, seed) => {
+            rewrite.add_keyword(call, &seed, SHARED_SEED);
+            rewrite.diagnose(Diagnostic::new(
+                SOURCE_ORDER_SEEDED,
+                span(call),
+                format!("`{}` drew an order of its own in each process, so shards taken by rank would overlap: it now draws one order, the same in every worker (`{seed}={SHARED_SEED}`), still reshuffled each epoch, and the shard splits that; the order no longer changes from run to run", &rewrite.text[span(call.func.as_ref())]),
             ));
         }
         OwnOrder::Kept => return false,
@@ -132,9 +147,15 @@ enum OwnOrder<'a> {
     None,
     /// It does by default: passing its flag as false turns that off.
     TurnedOff(&'a ast::ExprCall, String),
+    /// It does by default, its shuffle the only one (turning it off would
+    /// lose it): a seed every process shares gives them one order.
+    Seeded(&'a ast::ExprCall, String),
     /// It does as the program calls it, and the rewrite cannot change that.
     Kept,
 }
+
+/// The seed a source gets so that every process draws the same order.
+const SHARED_SEED: &str = "0";
 
 fn own_order<'a>(rewrite: &ModuleRewrite<'a>, source: &Range<usize>) -> OwnOrder<'a> {
     let Some((scope, call)) = source_call(rewrite, source) else {
@@ -161,7 +182,13 @@ fn own_order<'a>(rewrite: &ModuleRewrite<'a>, source: &Range<usize>) -> OwnOrder
         (None, Some(keyword)) if shuffling.may_turn_off => {
             OwnOrder::TurnedOff(call, keyword.clone())
         }
-        _ => OwnOrder::Kept,
+        _ => match (shuffling.seed.of(call), &shuffling.seed.keyword) {
+            // Unseeded (the flag left at its default or passed as true).
+            (None, Some(keyword)) if !shuffling.may_turn_off => {
+                OwnOrder::Seeded(call, keyword.clone())
+            }
+            _ => OwnOrder::Kept,
+        },
     }
 }
 
