@@ -174,13 +174,21 @@ fn counts_steps(loop_statement: &Stmt, limits: &[&Expr]) -> bool {
         && range_bound(unwrap_enumerate(&for_loop.iter)).is_some()
 }
 
-/// `x` in `enumerate(x)` or `enumerate(x, 1)`; the iterable itself otherwise.
+/// `x` in `enumerate(x)`, `enumerate(x, 1)` or `x.enumerate()`; the iterable itself otherwise.
 fn unwrap_enumerate(iterable: &Expr) -> &Expr {
     if let Expr::Call(call) = iterable
         && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
         && let Some(inner) = call.args.first()
     {
         return inner;
+    }
+    // A dataset's own `ds.take(n).enumerate()`.
+    if let Expr::Call(call) = iterable
+        && let Expr::Attribute(attribute) = call.func.as_ref()
+        && attribute.attr.as_str() == "enumerate"
+        && call.args.len() <= 1
+    {
+        return &attribute.value;
     }
     iterable
 }
