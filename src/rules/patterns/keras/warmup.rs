@@ -54,6 +54,19 @@ pub(super) fn warmup_callback(
     let [(compile_scope, compile)] = compiles.as_slice() else {
         return None;
     };
+    // A model's own `compile(d_optimizer=..., g_optimizer=...)`: the
+    // callback would ramp `model.optimizer`, which it does not train with.
+    if let Some(own) = compile.keywords.iter().find_map(|keyword| {
+        keyword
+            .arg
+            .as_deref()
+            .filter(|name| *name != "optimizer" && name.ends_with("optimizer"))
+    }) {
+        *why_not = Some(format!(
+            "the model's own `compile` takes its optimizers as `{own}` and the like, whose rates a warm-up callback, which ramps `model.optimizer`, would not touch"
+        ));
+        return None;
+    }
     let rate = compiled_rate(rewrite, *compile_scope, compile)?;
     let rate = match rate {
         Rate::Default(value) => value.to_string(),
