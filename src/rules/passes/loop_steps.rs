@@ -362,7 +362,7 @@ fn report_unbounded_while(rewrite: &mut ModuleRewrite, while_loop: &ast::StmtWhi
         Diagnostic::new(
             DATASET_NOT_SHARDED,
             at,
-            format!("every worker runs `while {test}:` to its own end and nothing the tool can divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
+            format!("nothing the tool can divide bounds `while {test}:`, so every worker runs it as one process would and more workers bring no speed-up; the learning rate was left as written"),
         )
         .with_suggestion("bound the loop by a step count (`for step in range(<steps>)`, or `while step < <steps>`), which the tool divides among the workers"),
     );

@@ -61,7 +61,11 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             if shuffle_order_cut_later(scope, site) {
                 continue;
             }
-            make_per_rank(rewrite, site.call, seed);
+            // TensorFlow's seeds also set the initial weights.
+            let seeds_weights = rewrite
+                .callee(scope, &site.call.func)
+                .is_some_and(|callee| callee.starts_with("tensorflow"));
+            make_per_rank(rewrite, site.call, seed, seeds_weights);
         }
     }
     seed_unseeded_split(rewrite, initialised_at);
@@ -392,18 +396,27 @@ fn is_none(expr: &Expr) -> bool {
     )
 }
 
-fn make_per_rank(rewrite: &mut ModuleRewrite, call: &ast::ExprCall, seed: &Expr) {
+/// `seeds_weights`: the seed also draws the initial weights (TensorFlow's).
+fn make_per_rank(
+    rewrite: &mut ModuleRewrite,
+    call: &ast::ExprCall,
+    seed: &Expr,
+    seeds_weights: bool,
+) {
     let seed_text = rewrite.expression_text(seed);
     let rank = rewrite.horovod_call("rank");
     let replacement = format!("{seed_text} + {rank}");
     let draws = if rewrite.data_split_by_rank {
         "each worker now draws its own noise and order within its part of the data (which examples it reads is set by rank where the data is split)"
     } else {
-        "with one seed every worker would draw the same random numbers (shuffle order, noise); data read in a fixed order is not made to differ by it"
+        "with one seed every worker would draw the same random numbers (shuffle order, noise, an environment's episodes); data read in a fixed order is not made to differ by it"
     };
-    let message = format!(
-        "the fixed seed `{seed_text}` is now `{replacement}`: {draws}; the initial weights, which now differ, are made equal by the broadcast"
-    );
+    let weights = if seeds_weights {
+        "; the initial weights, which now differ, are made equal by the broadcast"
+    } else {
+        ""
+    };
+    let message = format!("the fixed seed `{seed_text}` is now `{replacement}`: {draws}{weights}");
     let edit = Edit::replacement(span(seed), replacement);
     rewrite.edit(edit);
     rewrite.diagnose(Diagnostic::new(SEED_MADE_PER_RANK, span(call), message));
