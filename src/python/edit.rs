@@ -178,16 +178,20 @@ impl EditMap {
 }
 
 /// For an insertion of whole lines at a line start: first, deeper indented
-/// first; anything else after them, in rule order.
-fn line_insertion_rank(text: &str, edit: &Edit) -> (bool, std::cmp::Reverse<usize>) {
+/// first, and of those a definition (`def`, `class`) first, so that code
+/// inserted at the same place (a barrier before a statement) stays next to
+/// it; anything else after them, in rule order.
+fn line_insertion_rank(text: &str, edit: &Edit) -> (bool, std::cmp::Reverse<usize>, bool) {
     let at = edit.range.start;
     let at_line_start = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
     let whole_lines = edit.range.is_empty() && at_line_start && edit.content.ends_with('\n');
     if !whole_lines {
-        return (true, std::cmp::Reverse(0));
+        return (true, std::cmp::Reverse(0), true);
     }
     let indent = edit.content.len() - edit.content.trim_start_matches([' ', '\t']).len();
-    (false, std::cmp::Reverse(indent))
+    let code = edit.content.trim_start();
+    let defines = code.starts_with("def ") || code.starts_with("class ");
+    (false, std::cmp::Reverse(indent), !defines)
 }
 
 #[cfg(test)]

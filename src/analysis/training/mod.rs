@@ -299,6 +299,29 @@ impl<'a> Analysis<'a> {
         reached
     }
 
+    /// What a package function returns when `call` (made in `scope` of
+    /// `module`) calls one: the function's module, its scope's index there,
+    /// and the expression of its first `return` with a value.
+    pub fn returned_by_call(
+        &self,
+        module: &ModuleAnalysis<'a>,
+        scope: &Scope,
+        call: &ast::ExprCall,
+    ) -> Option<(&ModuleAnalysis<'a>, usize, &'a Expr)> {
+        let callee = callee_name(self.package, module.module, scope, &call.func)?;
+        let (defining, index) = self.scope_of_function(&callee)?;
+        let returned =
+            defining.scopes[index].facts.statements.iter().find_map(
+                |statement| match statement {
+                    Stmt::Return(ast::StmtReturn {
+                        value: Some(value), ..
+                    }) => Some(value.as_ref()),
+                    _ => None,
+                },
+            )?;
+        Some((defining, index, returned))
+    }
+
     /// The module that defines a package function (by qualified name) and
     /// the index of the function's scope in it.
     pub fn scope_of_function(&self, function: &str) -> Option<(&ModuleAnalysis<'a>, usize)> {

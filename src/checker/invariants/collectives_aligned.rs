@@ -205,10 +205,15 @@ fn uncounted_source(
         Expr::Call(call) => format!("{}(...)", &program.text[span(call.func.as_ref())]),
         other => program.text[span(other)].to_string(),
     };
-    let effects = source
-        .and_then(|source| program.known(source).entry())
-        .map(|entry| entry.effects.clone())
-        .unwrap_or_default();
+    let effects = match source {
+        Some(source) if program.known(source).entry().is_none() => {
+            returned_source_effects(program, source).unwrap_or_default()
+        }
+        source => source
+            .and_then(|source| program.known(source).entry())
+            .map(|entry| entry.effects.clone())
+            .unwrap_or_default(),
+    };
     let data_source = effects.iter().find_map(|effect| match effect {
         Effect::DataSource { level, counted, .. } => Some((*level, *counted)),
         _ => None,
@@ -222,6 +227,46 @@ fn uncounted_source(
         None => Some(format!("`{shown}`, whose count the checker cannot see")),
     }
 }
+
+/// The effects of the data source of the pipeline a package function
+/// returns (`prepare_dataset(paths)` returning `from_tensor_slices(paths)
+/// .map(f).batch(n)`), when every step after the source keeps its count.
+fn returned_source_effects(
+    program: &Program,
+    call: &crate::checker::program::ScopedCall,
+) -> Option<Vec<Effect>> {
+    let (module, index, returned) =
+        program
+            .analysis
+            .returned_by_call(program.module, call.scope, call.site.call)?;
+    let scope = &module.scopes[index];
+    let chain = scope.chain_through_names(returned);
+    chain
+        .iter()
+        .enumerate()
+        .find_map(|(position, (_, source))| {
+            let known = crate::analysis::effects::of_call(program.analysis, module, index, source);
+            let effects = &known.entry()?.effects;
+            let is_source = effects
+                .iter()
+                .any(|effect| matches!(effect, Effect::DataSource { .. }));
+            let keeps_count = chain[position + 1..]
+                .iter()
+                .all(|(method, _)| COUNT_KEEPING_METHODS.contains(method));
+            (is_source && keeps_count).then(|| effects.clone())
+        })
+}
+
+/// Steps of a tf.data pipeline after which TensorFlow still knows its count.
+const COUNT_KEEPING_METHODS: &[&str] = &[
+    "map",
+    "take",
+    "cache",
+    "prefetch",
+    "batch",
+    "padded_batch",
+    "shuffle",
+];
 
 fn is_data_source(program: &Program, call: &crate::checker::program::ScopedCall) -> bool {
     program.known(call).entry().is_some_and(|entry| {
@@ -252,7 +297,7 @@ fn counted_upstream<'p>(
     })?;
     let keeps_count = chain[position + 1..]
         .iter()
-        .all(|(method, _)| matches!(*method, "map" | "take" | "cache" | "prefetch"));
+        .all(|(method, _)| COUNT_KEEPING_METHODS.contains(method));
     keeps_count.then_some(source)
 }
 

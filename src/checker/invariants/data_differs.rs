@@ -478,7 +478,8 @@ fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>>
             walk_expression(expr, &mut |inner| {
                 if let Expr::Call(inner_call) = inner {
                     found |= shuffles_per_worker(inner_call, call.scope)
-                        || source_orders_per_process(program, inner_call);
+                        || source_orders_per_process(program, inner_call)
+                        || returns_shuffled_pipeline(program, call.scope, inner_call);
                 }
             });
             found
@@ -488,6 +489,45 @@ fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>>
         }
     }
     None
+}
+
+/// Whether `call` calls a package function whose returned pipeline is
+/// shuffled with no seed, or by a source that orders it per process.
+fn returns_shuffled_pipeline(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    call: &rustpython_parser::ast::ExprCall,
+) -> bool {
+    let Some((module, index, returned)) =
+        program
+            .analysis
+            .returned_by_call(program.module, scope, call)
+    else {
+        return false;
+    };
+    module.scopes[index]
+        .chain_through_names(returned)
+        .iter()
+        .any(|(method, link)| {
+            let unseeded = *method == "shuffle"
+                && crate::analysis::walk::keyword(link, "seed")
+                    .map(|keyword| &keyword.value)
+                    .or(link.args.get(1))
+                    .is_none_or(|seed| {
+                        matches!(seed, Expr::Constant(constant) if constant.value.is_none())
+                            || (std::ptr::eq(module, program.module)
+                                && program.calls_horovod_function(&module.scopes[index], seed, "rank"))
+                    });
+            let own_order = crate::analysis::effects::of_call(program.analysis, module, index, link)
+                .entry()
+                .is_some_and(|entry| {
+                    entry.effects.iter().any(|effect| {
+                        matches!(effect, crate::analysis::catalogue::Effect::DataSource { shuffles: Some(shuffling), .. }
+                            if shuffling.per_process(link) != crate::analysis::catalogue::Certainty::Fails)
+                    })
+                });
+            unseeded || own_order
+        })
 }
 
 /// Whether a seeding call seeds the generator a split draws from: NumPy's

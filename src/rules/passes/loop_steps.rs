@@ -124,7 +124,8 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
     if rewrite.options.shard_datasets && shard_dataset(rewrite, scope, iterable) {
         return WorkSplit::Sharded;
     }
-    report_unsplit_loop(rewrite, &for_loop.iter);
+    let unshardable = super::sharding::why_not_shardable(rewrite, scope, iterable);
+    report_unsplit_loop(rewrite, &for_loop.iter, unshardable);
     WorkSplit::NotSplit
 }
 
@@ -328,8 +329,12 @@ fn is_integer_literal(expr: &Expr, value: u32) -> bool {
     literal_value(expr) == Some(value.to_string())
 }
 
-fn report_unsplit_loop(rewrite: &mut ModuleRewrite, iterable: &Expr) {
+fn report_unsplit_loop(rewrite: &mut ModuleRewrite, iterable: &Expr, unshardable: Option<String>) {
     let iterable_text = rewrite.expression_text(iterable).to_string();
+    let why = unshardable.map_or_else(
+        || "nothing the tool can shard or divide bounds it".to_string(),
+        |reason| format!("{reason}, and no step count bounds it"),
+    );
     let suggestion = format!(
         "shard the dataset with `.shard({0}, {1})` before batching, or iterate `.take(<steps> // {0})`",
         rewrite.horovod_call("size"),
@@ -339,7 +344,7 @@ fn report_unsplit_loop(rewrite: &mut ModuleRewrite, iterable: &Expr) {
         Diagnostic::new(
             DATASET_NOT_SHARDED,
             span(iterable),
-            format!("every worker iterates all of `{iterable_text}` and nothing the tool can shard or divide bounds it, so more workers bring no speed-up; the learning rate was left as written"),
+            format!("every worker iterates all of `{iterable_text}`: {why}, so more workers bring no speed-up; the learning rate was left as written"),
         )
         .with_suggestion(suggestion),
     );

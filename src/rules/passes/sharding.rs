@@ -14,7 +14,7 @@ use std::ops::Range;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::catalogue::{Certainty, Effect};
-use crate::analysis::training::Scope;
+use crate::analysis::training::{ModuleAnalysis, Scope};
 use crate::analysis::walk::{chain_root, method_chain, walk_expression};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::python::edit::Edit;
@@ -66,9 +66,14 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
         }
         OwnOrder::Kept => return false,
     }
-    let shard_after = windows_of(rewrite, &source)
-        .or_else(|| examples_taken_from(rewrite, &source))
-        .unwrap_or(source);
+    // A package function's result is sharded as it is returned.
+    let shard_after = if built_by_package_function(rewrite, &source) {
+        source
+    } else {
+        windows_of(rewrite, &source)
+            .or_else(|| examples_taken_from(rewrite, &source))
+            .unwrap_or(source)
+    };
     let helper = equal_shard_helper(rewrite, shard_after.start);
     rewrite.edit(Edit::insertion(
         shard_after.end,
@@ -139,6 +144,22 @@ fn source_call<'a>(
             .iter()
             .find(|site| span(site.call) == *source)?;
         Some((scope, site.call))
+    })
+}
+
+/// Whether the call at a source's range is a call of a package function.
+fn built_by_package_function(rewrite: &ModuleRewrite, source: &Range<usize>) -> bool {
+    let Some((scope, call)) = source_call(rewrite, source) else {
+        return false;
+    };
+    rewrite.scope_index(scope).is_some_and(|index| {
+        crate::analysis::effects::resolved_callee(
+            rewrite.analysis,
+            rewrite.module,
+            index,
+            &call.func,
+        )
+        .is_some_and(|callee| rewrite.analysis.functions.contains_key(&callee))
     })
 }
 
@@ -308,9 +329,12 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
     match dataset {
         Expr::Name(name) => continued_pipeline_source(rewrite, scope, dataset)
             .or_else(|| factory_pipeline_source(rewrite, scope, name.id.as_str())),
-        // `ds.batch(n).prefetch(1)`: the pipeline `ds` names.
+        // `ds.batch(n).prefetch(1)`: the pipeline `ds` names; `load(x).map(f)`:
+        // the one a package function returns.
         other => match chain_root(other) {
             root @ Expr::Name(_) => pipeline_source(rewrite, scope, root),
+            Expr::Call(call) => factory_at(rewrite, scope, call, None)
+                .and_then(|factory| factory_source(rewrite, &factory)),
             _ => None,
         },
     }
@@ -354,14 +378,136 @@ fn continued_pipeline_source(
 
 /// `train_ds = mnist_dataset()` or `train, test = make_datasets()`: the
 /// source of the pipeline a function of this module returns (at the
-/// position the name takes in the unpacking).
+/// position the name takes in the unpacking). A function called for several
+/// datasets (`train = prepare(a)`, `val = prepare(b)`), or one of another
+/// module, is not sharded inside: that would split the evaluation data too,
+/// or code other modules share. The training call's own result is sharded
+/// instead, when the pipeline it returns draws one order in every process.
 fn factory_pipeline_source(
     rewrite: &ModuleRewrite,
     scope: &Scope,
     name: &str,
 ) -> Option<Range<usize>> {
+    let factory = factory_of(rewrite, scope, name)?;
+    factory_source(rewrite, &factory)
+}
+
+/// Where the pipeline a factory call builds is sharded: at its source in
+/// the factory, or after the call (see `factory_pipeline_source`).
+fn factory_source(rewrite: &ModuleRewrite, factory: &FactoryCall) -> Option<Range<usize>> {
+    if let Some(local) = factory.local_scope(rewrite)
+        && (builds_one_dataset(rewrite, local.name())
+            || others_only_validate_fits(rewrite, local.name(), factory.call))
+    {
+        let returned = match (factory.position, factory.returned) {
+            (None, value) => value,
+            (Some(index), Expr::Tuple(tuple)) => tuple.elts.get(index)?,
+            (Some(_), _) => return None,
+        };
+        // The factory's own name for it, or the expression it returns.
+        return pipeline_source(rewrite, local, returned);
+    }
+    if factory.position.is_some() || factory.per_process_order(rewrite).is_some() {
+        return None;
+    }
+    factory
+        .returns_pipeline(rewrite)
+        .then(|| span(factory.call))
+}
+
+/// A call of a package function that builds the pipeline a name holds.
+struct FactoryCall<'a> {
+    call: &'a ast::ExprCall,
+    /// The position the name takes when the result is unpacked.
+    position: Option<usize>,
+    /// The module and scope of the function, and the expression it returns.
+    module: &'a ModuleAnalysis<'a>,
+    scope_index: usize,
+    returned: &'a Expr,
+}
+
+impl<'a> FactoryCall<'a> {
+    /// The function's scope, when it is a function of the module rewritten.
+    fn local_scope(&self, rewrite: &ModuleRewrite<'a>) -> Option<&'a Scope<'a>> {
+        std::ptr::eq(self.module, rewrite.module).then(|| &self.module.scopes[self.scope_index])
+    }
+
+    fn scope(&self) -> &'a Scope<'a> {
+        &self.module.scopes[self.scope_index]
+    }
+
+    /// The calls of the pipeline the function returns, through its names.
+    fn chain(&self) -> Vec<(&'a str, &'a ast::ExprCall)> {
+        self.scope().chain_through_names(self.returned)
+    }
+
+    /// Whether what it returns starts at a catalogued tf.data source.
+    fn returns_pipeline(&self, rewrite: &ModuleRewrite<'a>) -> bool {
+        self.chain().iter().any(|(_, call)| {
+            self.effects(rewrite, call)
+                .iter()
+                .any(|effect| matches!(effect, Effect::DataSource { pipeline: true, .. }))
+        })
+    }
+
+    fn effects(&self, rewrite: &ModuleRewrite<'a>, call: &ast::ExprCall) -> &'a [Effect] {
+        crate::analysis::effects::of_call(rewrite.analysis, self.module, self.scope_index, call)
+            .entry()
+            .map_or(&[], |entry| entry.effects.as_slice())
+    }
+
+    /// The step of the returned pipeline that orders it in each process its
+    /// own way (an unseeded `shuffle`, a source shuffling its files), said
+    /// as `` `shuffle(...)` (utils.py, line 60)``: shards taken after it overlap.
+    fn per_process_order(&self, rewrite: &ModuleRewrite<'a>) -> Option<String> {
+        let source = &self.module.module.source;
+        // The step itself (`shuffle(10 * n)`), not the chain before it.
+        let said = |call: &ast::ExprCall| {
+            let start = match call.func.as_ref() {
+                Expr::Attribute(attribute) => span(attribute.value.as_ref()).end,
+                _ => span(call).start,
+            };
+            let text = source.text[start..span(call).end]
+                .trim_start_matches(|c: char| c == '.' || c.is_whitespace());
+            let at = span(call).end - text.len();
+            let text = text
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace("( ", "(")
+                .replace(" )", ")");
+            format!(
+                "`{text}` ({}, {})",
+                source.relative_path,
+                source.line_label(at)
+            )
+        };
+        self.chain().into_iter().find_map(|(method, call)| {
+            let unseeded_shuffle = method == "shuffle"
+                && crate::analysis::walk::keyword(call, "seed")
+                    .map(|keyword| &keyword.value)
+                    .or(call.args.get(1))
+                    .is_none_or(
+                        |seed| matches!(seed, Expr::Constant(constant) if constant.value.is_none()),
+                    );
+            let own_shuffle = self.effects(rewrite, call).iter().any(|effect| {
+                matches!(effect, Effect::DataSource { shuffles: Some(shuffling), .. }
+                    if shuffling.per_process(call) != Certainty::Fails)
+            });
+            (unseeded_shuffle || own_shuffle).then(|| said(call))
+        })
+    }
+}
+
+/// The call of a package function whose result `name` is assigned (or
+/// unpacked from) in `scope` or at the top level, with what it returns.
+fn factory_of<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope: &'a Scope<'a>,
+    name: &str,
+) -> Option<FactoryCall<'a>> {
     let top_level = &rewrite.module.scopes[0];
-    let (assignment, position) = [scope, top_level].into_iter().find_map(|candidate| {
+    let (caller, assignment, position) = [scope, top_level].into_iter().find_map(|candidate| {
         candidate.facts.assignments.iter().find_map(|assignment| {
             let Stmt::Assign(assign) = assignment.statement else {
                 return None;
@@ -373,37 +519,156 @@ fn factory_pipeline_source(
                 )?),
                 _ => return None,
             };
-            Some((assignment, position))
+            Some((candidate, assignment, position))
         })
     })?;
     let Expr::Call(call) = assignment.value else {
         return None;
     };
-    let Expr::Name(function) = call.func.as_ref() else {
-        return None;
-    };
-    let factory = rewrite.module.scopes.iter().find(|candidate| {
-        candidate.function.is_some()
-            && candidate.parent == Some(0)
-            && candidate.name() == function.id.as_str()
-    })?;
-    let returned = factory
-        .facts
-        .statements
+    factory_at(rewrite, caller, call, position)
+}
+
+/// The package function `call` (made in `caller`) calls, with what it returns.
+fn factory_at<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    caller: &Scope,
+    call: &'a ast::ExprCall,
+    position: Option<usize>,
+) -> Option<FactoryCall<'a>> {
+    let (module, scope_index, returned) =
+        rewrite
+            .analysis
+            .returned_by_call(rewrite.module, caller, call)?;
+    Some(FactoryCall {
+        call,
+        position,
+        module,
+        scope_index,
+        returned,
+    })
+}
+
+/// Whether every call of the module naming a function by its plain name
+/// passes the same arguments: it builds one dataset, however often.
+fn builds_one_dataset(rewrite: &ModuleRewrite, function: &str) -> bool {
+    let mut arguments = rewrite
+        .module
+        .scopes
         .iter()
-        .find_map(|statement| match statement {
-            Stmt::Return(ast::StmtReturn {
-                value: Some(value), ..
-            }) => Some(value.as_ref()),
-            _ => None,
-        })?;
-    let returned = match (position, returned) {
-        (None, value) => value,
-        (Some(index), Expr::Tuple(tuple)) => tuple.elts.get(index)?,
-        (Some(_), _) => return None,
+        .flat_map(|scope| scope.facts.calls.iter())
+        .filter(|site| matches!(site.call.func.as_ref(), Expr::Name(callee) if callee.id.as_str() == function))
+        .map(|site| {
+            rewrite.text[span(site.call)]
+                .split_whitespace()
+                .collect::<String>()
+        });
+    let first = arguments.next();
+    arguments.all(|shape| Some(shape) == first)
+}
+
+/// Whether every other call of a function builds only the
+/// `validation_data=` of fits (`valid = make(b)` used nowhere else): a shard
+/// inside then splits validation too, which Keras' averaged metrics (the
+/// `MetricAverageCallback` the fit gets) turn back into one measure of it.
+fn others_only_validate_fits(
+    rewrite: &ModuleRewrite,
+    function: &str,
+    training_call: &ast::ExprCall,
+) -> bool {
+    let mut validation_names = Vec::new();
+    for scope in &rewrite.module.scopes {
+        for site in &scope.facts.calls {
+            let calls_function = matches!(site.call.func.as_ref(), Expr::Name(callee) if callee.id.as_str() == function);
+            if !calls_function || std::ptr::eq(site.call, training_call) {
+                continue;
+            }
+            // The call must be all of `name = make(...)`.
+            let Stmt::Assign(assign) = site.statement else {
+                return false;
+            };
+            let ([Expr::Name(target)], Expr::Call(value)) =
+                (assign.targets.as_slice(), assign.value.as_ref())
+            else {
+                return false;
+            };
+            if !std::ptr::eq(value, site.call) {
+                return false;
+            }
+            validation_names.push(target.id.as_str());
+        }
+    }
+    // Each read of those names is the value of a fit's `validation_data=`.
+    let mut reads = 0;
+    let mut validating = 0;
+    for scope in &rewrite.module.scopes {
+        for statement in &scope.facts.statements {
+            crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| match expr {
+                Expr::Name(name)
+                    if name.ctx == ast::ExprContext::Load
+                        && validation_names.contains(&name.id.as_str()) =>
+                {
+                    reads += 1
+                }
+                Expr::Call(call) if matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "fit") =>
+                {
+                    validating += call
+                            .keywords
+                            .iter()
+                            .filter(|keyword| keyword.arg.as_deref() == Some("validation_data"))
+                            .filter(|keyword| matches!(&keyword.value, Expr::Name(name) if validation_names.contains(&name.id.as_str())))
+                            .count();
+                }
+                _ => {}
+            });
+        }
+    }
+    !validation_names.is_empty() && reads == validating
+}
+
+/// Why the pipeline `dataset` names cannot be sharded, when a function
+/// builds it whose order differs per process: said in DST101.
+pub fn why_not_shardable(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Option<String> {
+    why_not_shardable_within(rewrite, scope, dataset, 8)
+}
+
+/// `why_not_shardable` following at most `depth` calls back to a caller.
+fn why_not_shardable_within(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    dataset: &Expr,
+    depth: usize,
+) -> Option<String> {
+    // A parameter: what the callers in this module pass for it.
+    if let Expr::Name(name) = dataset
+        && let Some(position) = scope.parameters.iter().position(|p| p == name.id.as_str())
+    {
+        scope.function?;
+        let depth = depth.checked_sub(1)?;
+        let offset = usize::from(scope.class.is_some());
+        return rewrite.module.scopes.iter().find_map(|caller| {
+            caller.facts.calls.iter().find_map(|site| {
+                let calls_function = matches!(site.call.func.as_ref(), Expr::Name(callee) if callee.id.as_str() == scope.name())
+                    || calls_method_of(rewrite, caller, site.call, scope);
+                if !calls_function || std::ptr::eq(caller, scope) {
+                    return None;
+                }
+                let argument = crate::analysis::walk::keyword(site.call, name.id.as_str())
+                    .map(|keyword| &keyword.value)
+                    .or_else(|| site.call.args.get(position.checked_sub(offset)?))?;
+                why_not_shardable_within(rewrite, caller, argument, depth)
+            })
+        });
+    }
+    let factory = match chain_root(dataset) {
+        Expr::Name(name) => factory_of(rewrite, scope, name.id.as_str())?,
+        Expr::Call(call) => factory_at(rewrite, scope, call, None)?,
+        _ => return None,
     };
-    // The factory's own name for it, or the expression it returns.
-    pipeline_source(rewrite, factory, returned)
+    let step = factory.per_process_order(rewrite)?;
+    Some(format!(
+        "the pipeline `{}` returns is shuffled in each process its own way, by {step}, so shards of it would overlap",
+        rewrite.expression_text(&factory.call.func)
+    ))
 }
 
 /// A pipeline a function receives as a parameter (`def train_one_epoch(data)`):

@@ -11,7 +11,7 @@ use crate::analysis::walk::{dotted_name, keyword};
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
-use crate::rules::passes::sharding::shard_dataset;
+use crate::rules::passes::sharding::{shard_dataset, why_not_shardable};
 use crate::rules::rewrite::ModuleRewrite;
 
 /// Keras' batch size when `fit` is given none.
@@ -72,10 +72,16 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
             .first()
             .map(|argument| rewrite.expression_text(argument).to_string())
             .unwrap_or_else(|| "the data".into());
+        let unshardable = fit
+            .args
+            .first()
+            .and_then(|data| why_not_shardable(rewrite, scope, data));
         let why = if one_epoch_of_arrays(rewrite, scope, fit) {
-            "its one epoch over in-memory arrays cannot be divided among workers"
+            "its one epoch over in-memory arrays cannot be divided among workers".to_string()
+        } else if let Some(reason) = unshardable {
+            format!("{reason}, and no step count bounds it")
         } else {
-            "nothing the tool can shard or divide bounds it"
+            "nothing the tool can shard or divide bounds it".to_string()
         };
         rewrite.diagnose(
             Diagnostic::new(
