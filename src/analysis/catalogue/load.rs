@@ -166,7 +166,8 @@ struct DataSourceText {
 struct ShufflingText {
     flag: ArgumentText,
     by_default: bool,
-    seed: ArgumentText,
+    /// Absent: the call takes no seed, so its shuffle differs per process.
+    seed: Option<ArgumentText>,
     #[serde(default = "may_turn_off_by_default")]
     may_turn_off: bool,
 }
@@ -428,7 +429,10 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
             Some(text) => Some(Shuffling {
                 flag: argument(Some(&text.flag))?.ok_or("shuffles needs its flag argument")?,
                 by_default: text.by_default,
-                seed: argument(Some(&text.seed))?.ok_or("shuffles needs its seed argument")?,
+                seed: argument(text.seed.as_ref())?.unwrap_or(Argument {
+                    position: None,
+                    keyword: None,
+                }),
                 may_turn_off: text.may_turn_off,
             }),
             None => None,

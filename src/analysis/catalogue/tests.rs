@@ -119,6 +119,34 @@ fn conditions_read_the_call() {
 }
 
 #[test]
+fn a_source_with_no_seed_argument_shuffles_per_process_when_asked() {
+    let catalogue = Catalogue::builtin();
+    let entry = catalogue
+        .call("tensorflow_datasets.load")
+        .expect("catalogued");
+    let Some(Effect::DataSource {
+        shuffles: Some(shuffling),
+        ..
+    }) = entry.find(|effect| matches!(effect, Effect::DataSource { .. }))
+    else {
+        panic!("tfds.load names its file shuffle");
+    };
+    let per_process = |source: &str| shuffling.per_process(&call(source));
+    assert_eq!(
+        per_process("tfds.load('mnist', split='train')"),
+        Certainty::Fails
+    );
+    assert_eq!(
+        per_process("tfds.load('mnist', split='train', shuffle_files=True)"),
+        Certainty::Holds
+    );
+    assert_eq!(
+        per_process("tfds.load('mnist', shuffle_files=shuffle)"),
+        Certainty::Unknown
+    );
+}
+
+#[test]
 fn names_say_what_unknown_calls_do() {
     let catalogue = Catalogue::builtin();
     let effect = |name: &str, method: bool| {
