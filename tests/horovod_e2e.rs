@@ -98,6 +98,7 @@ e2e_cases!(
     tf1_initializer_run_default_session,
     keras_fit_zip_of_two_sources,
     keras_fit_helper_builds_train_and_validation,
+    tf1_restore_or_initialise,
     keras_fit_windowed_series,
     keras_fit_list_files_unsafe,
     estimator_graph_seed,

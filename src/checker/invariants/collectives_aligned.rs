@@ -68,6 +68,66 @@ fn collectives_on_rank_zero_only(program: &Program) -> Vec<Decision> {
         .collect()
 }
 
+/// Horovod collectives in an `except` handler (`try: saver.restore(...)`,
+/// `except: sess.run(init); sess.run(hvd.broadcast_global_variables(0))`):
+/// only the ranks whose `try` failed issue them, and a rank whose `try`
+/// succeeded leaves the others waiting.
+fn collectives_in_handlers(program: &Program) -> Vec<Decision> {
+    const COLLECTIVES: &[&str] = &[
+        "allreduce",
+        "allgather",
+        "broadcast",
+        "broadcast_object",
+        "broadcast_variables",
+        "broadcast_global_variables",
+        "barrier",
+        "join",
+    ];
+    program
+        .calls()
+        .iter()
+        .filter(|call| call.horovod_function().is_some_and(|name| COLLECTIVES.contains(&name)))
+        .filter(|call| in_except_handler(call.scope.body, call.range()))
+        .map(|call| {
+            let line = program.line(call.range().start);
+            Decision::new(
+                COLLECTIVES_ALIGNED,
+                Verdict::Unknown,
+                call.range(),
+                format!("the Horovod collective at line {line} runs in an `except` handler: only ranks whose `try` failed issue it, and the others never join them"),
+            )
+            .with_suggestion("issue it after the `try` statement, which every rank runs")
+        })
+        .collect()
+}
+
+/// Whether a range lies in the body of an `except` handler of `body`.
+fn in_except_handler(body: &[Stmt], range: std::ops::Range<usize>) -> bool {
+    body.iter().any(|statement| {
+        let statement_range = span(statement);
+        if !(statement_range.start <= range.start && range.end <= statement_range.end) {
+            return false;
+        }
+        match statement {
+            Stmt::Try(node) => {
+                node.handlers.iter().any(|handler| {
+                    let rustpython_parser::ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    handler.body.iter().any(|inner| {
+                        let inner = span(inner);
+                        inner.start <= range.start && range.end <= inner.end
+                    })
+                }) || [&node.body, &node.orelse, &node.finalbody]
+                    .iter()
+                    .any(|block| in_except_handler(block, range.clone()))
+            }
+            Stmt::FunctionDef(_) | Stmt::AsyncFunctionDef(_) | Stmt::ClassDef(_) => false,
+            other => crate::analysis::walk::nested_bodies(other)
+                .into_iter()
+                .any(|block| in_except_handler(block, range.clone())),
+        }
+    })
+}
+
 impl Invariant for CollectivesAligned {
     fn code(&self) -> Code {
         COLLECTIVES_ALIGNED
@@ -78,6 +138,7 @@ impl Invariant for CollectivesAligned {
             return Vec::new();
         }
         let mut on_rank_zero = collectives_on_rank_zero_only(program);
+        on_rank_zero.extend(collectives_in_handlers(program));
         if !super::facts::takes_optimizer_steps(program) {
             return on_rank_zero;
         }

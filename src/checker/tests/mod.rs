@@ -578,6 +578,26 @@ fn collectives_aligned() {
                 ),
             ),
             (
+                "a broadcast only where a restore failed",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsaver = tf.train.Saver()\nsess = tf.Session()\ntry:\n    saver.restore(sess, 'ckpt/model')\nexcept ValueError:\n    sess.run(tf.global_variables_initializer())\n    sess.run(hvd.broadcast_global_variables(0))\nfor i in range(10):\n{step}"
+                    ),
+                ),
+            ),
+            (
+                "a broadcast after a restore-or-initialise",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsaver = tf.train.Saver()\nsess = tf.Session()\ntry:\n    saver.restore(sess, 'ckpt/model')\nexcept ValueError:\n    sess.run(tf.global_variables_initializer())\nsess.run(hvd.broadcast_global_variables(0))\nfor i in range(10):\n{step}"
+                    ),
+                ),
+            ),
+            (
                 "break on an averaged loss",
                 Verdict::Proven,
                 &with(

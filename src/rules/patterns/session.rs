@@ -238,6 +238,7 @@ fn after_restores<'a>(
     scope: &Scope<'a>,
     initializer: &'a Stmt,
 ) -> &'a Stmt {
+    let initializer = outside_branches(scope, initializer);
     let at = span(initializer);
     // The path ends with the initializer itself; its parent holds its block.
     let parent = crate::analysis::walk::path_to(scope.body, &at)
@@ -279,6 +280,23 @@ fn after_restores<'a>(
         .take_while(|statement| !crate::analysis::walk::is_loop(statement))
         .filter(|statement| restores(statement))
         .last()
+        .unwrap_or(initializer)
+}
+
+/// The outermost `try` or `if` holding an initializer in a branch, or the
+/// initializer itself: in `try: saver.restore(...)` / `except: sess.run(init)`
+/// each rank takes one branch, so the broadcast, a collective every rank
+/// must issue, goes after the whole statement, whichever way it went.
+fn outside_branches<'a>(scope: &Scope<'a>, initializer: &'a Stmt) -> &'a Stmt {
+    let Some(path) = crate::analysis::walk::path_to(scope.body, &span(initializer)) else {
+        return initializer;
+    };
+    path.iter()
+        .rev()
+        .skip(1)
+        .take_while(|statement| matches!(statement, Stmt::Try(_) | Stmt::TryStar(_) | Stmt::If(_)))
+        .last()
+        .copied()
         .unwrap_or(initializer)
 }
 
