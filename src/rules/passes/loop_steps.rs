@@ -263,56 +263,7 @@ fn divide_bound(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, bound: &Expr
         return;
     }
     rewrite.divide_expression(bound);
-    divide_running_averages(rewrite, loop_statement, bound);
-    divide_last_step_tests(rewrite, loop_statement, bound);
-}
-
-/// After dividing `bound`, tests in the loop body that compare the loop's
-/// variable with the same bound (`if i == num_iterations - 1:` to save or
-/// print at the last step) compare with the divided bound: the undivided
-/// one is never reached, and the last save would be lost.
-fn divide_last_step_tests(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, bound: &Expr) {
-    let Stmt::For(for_loop) = loop_statement else {
-        return;
-    };
-    if !matches!(bound, Expr::Name(_) | Expr::Attribute(_)) {
-        return;
-    }
-    let variables = crate::analysis::walk::target_names(&for_loop.target);
-    let bound_text = rewrite.expression_text(bound);
-    let mentions_variable = |expr: &Expr| {
-        let mut found = false;
-        walk_expression(expr, &mut |inner| {
-            found |= matches!(inner, Expr::Name(name) if variables.contains(&name.id.as_str()));
-        });
-        found
-    };
-    let mut bounds = Vec::new();
-    crate::analysis::walk::for_each_statement(&for_loop.body, false, &mut |statement| {
-        walk_statement_expressions(statement, &mut |expr| {
-            let Expr::Compare(compare) = expr else {
-                return;
-            };
-            let sides: Vec<&Expr> = std::iter::once(compare.left.as_ref())
-                .chain(compare.comparators.iter())
-                .collect();
-            if !sides.iter().any(|side| mentions_variable(side)) {
-                return;
-            }
-            for side in sides.iter().filter(|side| !mentions_variable(side)) {
-                walk_expression(side, &mut |inner| {
-                    if matches!(inner, Expr::Name(_) | Expr::Attribute(_))
-                        && rewrite.expression_text(inner) == bound_text
-                    {
-                        bounds.push(inner);
-                    }
-                });
-            }
-        });
-    });
-    for compared in bounds {
-        rewrite.divide_expression(compared);
-    }
+    super::bound_uses::follow_divided_bound(rewrite, loop_statement, bound);
 }
 
 fn literal_value(expr: &Expr) -> Option<String> {
@@ -656,32 +607,5 @@ fn draws_data(expr: &Expr, counters: &HashSet<&str>) -> bool {
                 || (!is_print && call.args.iter().any(mentions_counter))
         }
         _ => false,
-    }
-}
-
-/// After dividing `bound`, divisions by the same expression later in the
-/// scope (`avg_cost += c / total_batch`, `loss / num_batches`) divide by the
-/// divided count, so the means the loop prints stay means.
-fn divide_running_averages(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, bound: &Expr) {
-    if !matches!(bound, Expr::Name(_) | Expr::Attribute(_)) {
-        return;
-    }
-    let bound_text = rewrite.expression_text(bound);
-    let loop_start = span(loop_statement).start;
-    let scope = &rewrite.module.scopes[rewrite.module.scope_at(loop_start)];
-    let mut divisors = Vec::new();
-    for stmt in &scope.facts.statements {
-        walk_statement_expressions(stmt, &mut |expr| {
-            if let Expr::BinOp(division) = expr
-                && division.op == ast::Operator::Div
-                && span(division.right.as_ref()).start > loop_start
-                && rewrite.expression_text(&division.right) == bound_text
-            {
-                divisors.push(division.right.as_ref());
-            }
-        });
-    }
-    for divisor in divisors {
-        rewrite.divide_expression(divisor);
     }
 }
