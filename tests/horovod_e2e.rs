@@ -100,6 +100,7 @@ e2e_cases!(
     keras_fit_helper_builds_train_and_validation,
     tf1_restore_or_initialise,
     tape_losses_indexed_after_loop,
+    keras_notebook_tensorflow_2_1,
     keras_fit_windowed_series,
     keras_fit_list_files_unsafe,
     estimator_graph_seed,

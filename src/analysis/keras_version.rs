@@ -87,6 +87,45 @@ fn split_package(line: &str) -> Option<(String, &str)> {
     specifies.then(|| (package.to_lowercase().replace('_', "-"), rest))
 }
 
+/// The TensorFlow release a program runs, when it says: the version a
+/// notebook recorded as the output of `tf.__version__`, or an exact pin
+/// (`tensorflow==2.1.0`) in the project's requirement files. The reason
+/// names where it was read.
+pub fn tensorflow_release(root: &Path, module: &Module) -> Option<((u32, u32), String)> {
+    if let Some(notebook) = &module.source.notebook {
+        let shown = notebook.recorded_outputs(|source| {
+            source.contains("tf.__version__") || source.contains("tensorflow.__version__")
+        });
+        if let Some(version) = shown.iter().find_map(|text| first_version(text)) {
+            return Some((
+                version,
+                "the notebook's recorded output of `tf.__version__`".to_string(),
+            ));
+        }
+    }
+    for file in REQUIREMENT_FILES {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        for line in text.lines() {
+            let line = line
+                .trim()
+                .trim_matches(|c| c == '"' || c == '\'' || c == ',');
+            if let Some((package, rest)) = split_package(line)
+                && matches!(
+                    package.as_str(),
+                    "tensorflow" | "tensorflow-cpu" | "tensorflow-gpu"
+                )
+                && rest.starts_with("==")
+                && let Some(version) = first_version(rest)
+            {
+                return Some((version, format!("{file} pins `{line}`")));
+            }
+        }
+    }
+    None
+}
+
 /// The major and minor of the first version in a specifier.
 fn first_version(specifier: &str) -> Option<(u32, u32)> {
     let start = specifier.find(|c: char| c.is_ascii_digit())?;

@@ -195,6 +195,36 @@ impl Notebook {
         &self.python
     }
 
+    /// The text the notebook recorded as output (displayed values and
+    /// printed streams) of the code cells whose source `shows` accepts.
+    pub fn recorded_outputs(&self, shows: impl Fn(&str) -> bool) -> Vec<String> {
+        let Ok(notebook) = serde_json::from_str::<serde_json::Value>(&self.raw) else {
+            return Vec::new();
+        };
+        let text = |value: &serde_json::Value| match value {
+            serde_json::Value::String(text) => text.clone(),
+            serde_json::Value::Array(lines) => lines
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .collect::<String>(),
+            _ => String::new(),
+        };
+        let cells = notebook["cells"].as_array().cloned().unwrap_or_default();
+        cells
+            .iter()
+            .filter(|cell| cell["cell_type"] == "code" && shows(&text(&cell["source"])))
+            .flat_map(|cell| cell["outputs"].as_array().cloned().unwrap_or_default())
+            .map(|output| {
+                let shown = &output["data"]["text/plain"];
+                if shown.is_null() {
+                    text(&output["text"])
+                } else {
+                    text(shown)
+                }
+            })
+            .collect()
+    }
+
     /// The kernel's language when it is not Python (an R or Julia notebook):
     /// such a notebook is no Python source.
     pub fn other_language(&self) -> Option<&str> {

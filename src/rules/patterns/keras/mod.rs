@@ -61,6 +61,13 @@ pub const CALLBACKS_NOT_VISIBLE: Code = Code::new(
     "The callbacks list is built where the tool cannot see it; callbacks that write files may run on every rank.",
 );
 
+pub const COMPILED_FOR_EARLY_TENSORFLOW_2: Code = Code::new(
+    "DST138",
+    "compiled-for-early-tensorflow-2",
+    Severity::Info,
+    "The program runs TensorFlow 2.0 or 2.1, where Horovod's Keras optimizer averages gradients only when `compile` gets `experimental_run_tf_function=False`: it is passed.",
+);
+
 /// Keras `compile` + `fit`.
 pub struct Keras;
 
@@ -142,7 +149,11 @@ impl Pattern for Keras {
     }
 
     fn codes(&self) -> &'static [Code] {
-        &[CALLBACKS_NOT_VISIBLE, WARMUP_ADDED]
+        &[
+            CALLBACKS_NOT_VISIBLE,
+            WARMUP_ADDED,
+            COMPILED_FOR_EARLY_TENSORFLOW_2,
+        ]
     }
 
     fn refusals(&self, rewrite: &ModuleRewrite) -> Vec<Diagnostic> {

@@ -92,6 +92,7 @@ pub(crate) fn wrap_compiled_optimizer(
         wrap_optimizers_given(rewrite, scope, compile, &parameters);
         return;
     }
+    compile_for_early_tensorflow_2(rewrite, compile);
     let optimizer = keyword(compile, "optimizer")
         .map(|keyword| &keyword.value)
         .or_else(|| compile.args.first());
@@ -135,6 +136,30 @@ pub(crate) fn wrap_compiled_optimizer(
         }
         other => wrap_inline(rewrite, other),
     }
+}
+
+/// On TensorFlow 2.0 and 2.1, Keras runs `compile`d steps as one function
+/// that applies gradients without asking the optimizer for them, and
+/// Horovod's wrapper then raises at the first step unless `compile` gets
+/// `experimental_run_tf_function=False` (as Horovod's own Keras example
+/// passes it). Later releases ignore the argument, so it is passed only
+/// where the program says it runs 2.0 or 2.1.
+fn compile_for_early_tensorflow_2(rewrite: &mut ModuleRewrite, compile: &ast::ExprCall) {
+    if keyword(compile, "experimental_run_tf_function").is_some() {
+        return;
+    }
+    let Some(((2, 0 | 1), reason)) = crate::analysis::keras_version::tensorflow_release(
+        &rewrite.analysis.package.root,
+        rewrite.module.module,
+    ) else {
+        return;
+    };
+    rewrite.add_keyword(compile, "experimental_run_tf_function", "False");
+    rewrite.diagnose(Diagnostic::new(
+        super::COMPILED_FOR_EARLY_TENSORFLOW_2,
+        span(compile),
+        format!("the program runs TensorFlow 2.0 or 2.1 ({reason}), where Horovod's Keras optimizer averages gradients only when `compile` gets `experimental_run_tf_function=False`: it is passed"),
+    ));
 }
 
 /// `optimizer=opt` or `optimizer=self.optimizer`: wrapped where it is built
