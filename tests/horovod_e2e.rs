@@ -101,6 +101,7 @@ e2e_cases!(
     tf1_restore_or_initialise,
     tape_losses_indexed_after_loop,
     keras_notebook_tensorflow_2_1,
+    tape_encoder_then_head,
     keras_fit_windowed_series,
     keras_fit_list_files_unsafe,
     estimator_graph_seed,

@@ -69,7 +69,8 @@ impl Invariant for StateBroadcast {
                 TrainingPattern::Session => {
                     session_broadcast(program, calls, site.range.clone(), line)
                 }
-                _ => anywhere(program, calls, site.range.clone(), line),
+                _ => broadcast_too_late(program, calls, scope, &site.range)
+                    .unwrap_or_else(|| anywhere(program, calls, site.range.clone(), line)),
             };
             decisions.push(decision);
         }
@@ -261,6 +262,44 @@ fn anywhere(
         format!("nothing broadcasts rank 0's initial state to the other workers before the loop at line {line} trains: they train different models"),
     )
     .with_suggestion("broadcast once after the variables exist: `hvd.broadcast_variables(model.variables, root_rank=0)` after the first step, `sess.run(hvd.broadcast_global_variables(0))` after initialising, or `hvd.BroadcastGlobalVariablesHook(0)`")
+}
+
+/// A loop of `scope` that steps before the first broadcast of the same
+/// scope starts (a pre-training loop, with the broadcast in the fine-tune
+/// loop after it): its averaged steps move N different models.
+fn broadcast_too_late(
+    program: &Program,
+    calls: &[ScopedCall],
+    scope: &Scope,
+    site: &std::ops::Range<usize>,
+) -> Option<Decision> {
+    let path = crate::analysis::walk::path_to(scope.body, site)?;
+    let outermost = path
+        .iter()
+        .find(|statement| crate::analysis::walk::is_loop(statement))?;
+    let loop_range = span(*outermost);
+    let broadcasts: Vec<&ScopedCall> = calls
+        .iter()
+        .filter(|call| std::ptr::eq(call.scope, scope))
+        .filter(|call| {
+            call.horovod_function()
+                .is_some_and(|function| BROADCASTS.contains(&function))
+        })
+        .collect();
+    let first = broadcasts.iter().map(|call| call.range().start).min()?;
+    (first >= loop_range.end).then(|| {
+        Decision::new(
+            STATE_BROADCAST,
+            Verdict::Violated,
+            loop_range.clone(),
+            format!(
+                "the loop at line {} steps before the first broadcast (line {}): its averaged gradients move models that start from different weights on each worker",
+                program.line(loop_range.start),
+                program.line(first)
+            ),
+        )
+        .with_suggestion("broadcast once after the first step of the first loop that trains")
+    })
 }
 
 /// A session's broadcast must come after its variables are initialised.

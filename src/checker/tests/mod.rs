@@ -183,6 +183,11 @@ fn gradients_averaged() {
     );
 }
 
+/// Two loops stepping one model, for where the broadcast goes.
+const TWO_TAPE_LOOPS: &str = "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nopt = tf.keras.optimizers.SGD(0.1)\ndone = False\n";
+const TAPE_STEP: &str = "    with tf.GradientTape() as tape:\n        loss = tf.reduce_sum(model(tf.ones((2, 2))))\n    tape = hvd.DistributedGradientTape(tape)\n    grads = tape.gradient(loss, model.trainable_variables)\n    opt.apply_gradients(zip(grads, model.trainable_variables))\n";
+const FIRST_BROADCAST: &str = "    if not done:\n        hvd.broadcast_variables(model.variables, root_rank=0)\n        done = True\n";
+
 #[test]
 fn initial_state_broadcast() {
     assert_table(
@@ -202,6 +207,26 @@ fn initial_state_broadcast() {
                 &with(
                     KERAS,
                     "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam()), loss='mse')\nmodel.fit(tf.zeros((8, 2)), tf.zeros((8, 1)))\n",
+                ),
+            ),
+            (
+                "a broadcast in the loop after the one that trains first",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    &format!(
+                        "{TWO_TAPE_LOOPS}for step in range(10):\n{TAPE_STEP}for step in range(10):\n{TAPE_STEP}{FIRST_BROADCAST}"
+                    ),
+                ),
+            ),
+            (
+                "a broadcast in the loop that trains first",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "{TWO_TAPE_LOOPS}for step in range(10):\n{TAPE_STEP}{FIRST_BROADCAST}for step in range(10):\n{TAPE_STEP}"
+                    ),
                 ),
             ),
             (

@@ -377,6 +377,23 @@ fn broadcast_after_first_step(
 ) {
     let module = rewrite.module;
     let scope = &module.scopes[scope_index];
+    // The first loop that steps runs first: its steps (a GAN has one per
+    // model, in one loop) are where the broadcast goes. Steps of later
+    // loops (a fine-tune after pre-training) start from weights already equal.
+    let first_loop = |apply: &(&Stmt, &ast::ExprCall)| {
+        path_to(scope.body, &span(apply.0)).and_then(|path| {
+            path.iter()
+                .rev()
+                .find(|stmt| is_loop(stmt))
+                .map(|stmt| span(*stmt))
+        })
+    };
+    let leading = first_loop(&applies[0]);
+    let (applies, later): (Vec<(&Stmt, &ast::ExprCall)>, Vec<_>) = applies
+        .iter()
+        .copied()
+        .partition(|apply| leading.is_none() || first_loop(apply) == leading);
+    broadcast_models_of_later_loops(rewrite, scope_index, &applies, &later);
     // Every model the step trains (a GAN has two) is broadcast, after the
     // last of its optimizer steps (each optimizer's slots exist only then).
     let (stmt, apply) = *applies.last().expect("at least one apply_gradients");
@@ -418,6 +435,47 @@ fn broadcast_after_first_step(
         return;
     }
     report_unplaced_broadcast(rewrite, scope_index, &step_name, apply, &targets);
+}
+
+/// Loops after the first that step models the first does not (a head
+/// trained on a frozen encoder) train too: each such loop broadcasts its new
+/// models once, after its own first step, and its steps are divided. A later
+/// loop stepping the first loop's models (an evaluation's fine-tune, a
+/// second stage) is left as it is.
+fn broadcast_models_of_later_loops(
+    rewrite: &mut ModuleRewrite,
+    scope_index: usize,
+    first: &[(&Stmt, &ast::ExprCall)],
+    later: &[(&Stmt, &ast::ExprCall)],
+) {
+    let scope = &rewrite.module.scopes[scope_index];
+    if scope.is_tf_function {
+        return;
+    }
+    let mut broadcast: Vec<String> = first
+        .iter()
+        .filter_map(|(_, apply)| broadcast_targets(rewrite, scope, apply))
+        .map(|target| target.variables)
+        .collect();
+    for (stmt, apply) in later {
+        let Some(target) = broadcast_targets(rewrite, scope, apply) else {
+            continue;
+        };
+        if broadcast.contains(&target.variables) {
+            continue;
+        }
+        let Some(path) = path_to(scope.body, &span(*stmt)) else {
+            continue;
+        };
+        let Some(outermost) = path.iter().find(|statement| is_loop(statement)) else {
+            continue;
+        };
+        broadcast.push(target.variables.clone());
+        broadcast_before_loop(rewrite, outermost, stmt, &[target], None);
+        if let Some(innermost) = path.iter().rev().find(|statement| is_loop(statement)) {
+            divide_loop_steps(rewrite, innermost);
+        }
+    }
 }
 
 /// The broadcast through this module's Horovod, its flag set before `outermost`.
