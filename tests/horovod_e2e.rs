@@ -9,7 +9,8 @@
 //! that is not training (prediction, plotting: each worker's must equal the single
 //! process's, since only the training loop is split; a training loop that cannot be
 //! split, one full batch per step, is listed there too), and `rate`, the learning rate
-//! the first step applied. Its
+//! the first step applied, and `shared`, values the two workers must agree on (an order
+//! each process would otherwise draw for itself, such as a vocabulary's). Its
 //! `e2e.json` (harness metadata) holds `{"steps": N}` when the script has a step count
 //! the rewrite must divide, else `{"steps": null}`, and optionally `"rate": "scaled"`
 //! (each worker's rate is twice the single process's) or `"rate": "as_written"` (equal),
@@ -102,6 +103,7 @@ e2e_cases!(
     tape_losses_indexed_after_loop,
     keras_notebook_tensorflow_2_1,
     tape_encoder_then_head,
+    tape_characters_from_a_set,
     keras_fit_windowed_series,
     keras_fit_list_files_unsafe,
     estimator_graph_seed,
@@ -365,6 +367,9 @@ struct RunResult {
     steps: u64,
     first_batch: Option<f64>,
     loops: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Values the workers must agree on (not the single run, which may
+    /// differ from run to run: an order a process draws).
+    shared: Option<serde_json::Map<String, serde_json::Value>>,
     rate: Option<f64>,
 }
 
@@ -390,6 +395,7 @@ fn read_result(path: &Path) -> Result<RunResult, String> {
         steps,
         first_batch: value["first_batch"].as_f64(),
         loops: value["loops"].as_object().cloned(),
+        shared: value["shared"].as_object().cloned(),
         rate: value["rate"].as_f64(),
     })
 }
@@ -858,6 +864,12 @@ impl TwoWorkerRun<'_> {
                     ))
                 );
             }
+            assert_eq!(
+                rank_0.shared,
+                rank_1.shared,
+                "{}",
+                self.context("the workers disagree on a value they must share".to_string())
+            );
             let Some(expected) = &single.loops else {
                 return;
             };

@@ -320,6 +320,7 @@ fn propose<'a>(
         passes::schedule_steps::run,
     );
     rewrite.run_pass(passes::seeds::SEED_MADE_PER_RANK, passes::seeds::run);
+    rewrite.run_pass(passes::set_order::SET_ORDER_SORTED, passes::set_order::run);
     rewrite.run_pass(
         passes::agreed_stops::STOP_AVERAGED,
         passes::agreed_stops::run,

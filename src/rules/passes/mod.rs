@@ -23,6 +23,7 @@ pub mod read_barrier;
 pub mod same_batches;
 pub mod schedule_steps;
 pub mod seeds;
+pub mod set_order;
 pub mod sharding;
 pub mod shared_writes;
 pub mod strategies;
@@ -42,6 +43,7 @@ pub fn codes() -> Vec<Code> {
         read_barrier::CODES,
         schedule_steps::CODES,
         seeds::CODES,
+        set_order::CODES,
         sharding::CODES,
         strategies::CODES,
     ]
