@@ -288,20 +288,30 @@ pub fn train_op_built_elsewhere(
     scopes.iter().find_map(|scope| {
         scope.facts.calls.iter().find_map(|site| {
             let callee = callee_name(package, module, scope, &site.call.func)?;
-            let Symbol::Function(defining, Stmt::FunctionDef(function)) =
-                package.resolve_symbol(&callee)
-            else {
-                return None;
+            // A function that builds the step, or a class one of whose
+            // methods does (`model = Seq2Seq(...)`, whose `__init__` calls
+            // `minimize`, then `sess.run(model.train_op)`).
+            let (defining, name) = match package.resolve_symbol(&callee) {
+                Symbol::Function(defining, Stmt::FunctionDef(function))
+                    if builds_step(&function.body) =>
+                {
+                    (defining, function.name.as_str())
+                }
+                Symbol::Class(defining, class)
+                    if builds_step(&class.body) && runs_steps_of(scopes, class) =>
+                {
+                    (defining, class.name.as_str())
+                }
+                _ => return None,
             };
-            if defining.name == module.name || !builds_step(&function.body) {
+            if defining.name == module.name {
                 return None;
             }
             Some(TrainOpElsewhere {
                 call: span(site.call),
                 function: format!(
-                    "{}.{}",
+                    "{}.{name}",
                     defining.name.rsplit('.').next().unwrap_or(&defining.name),
-                    function.name
                 ),
                 path: defining.source.relative_path.clone(),
             })
@@ -309,9 +319,117 @@ pub fn train_op_built_elsewhere(
     })
 }
 
-fn builds_step(body: &[Stmt]) -> bool {
+/// Whether the module runs a step an instance of `class` builds: a
+/// session's `run` of one of its step attributes (`sess.run(model.train_op)`)
+/// or a call of one of its methods that runs one (`model.train(sess, ...)`).
+/// An inference script that builds the same model and only predicts does not.
+fn runs_steps_of(scopes: &[Scope], class: &ast::StmtClassDef) -> bool {
+    let steps = step_attributes(&class.body);
+    if steps.is_empty() {
+        return false;
+    }
+    let methods: HashSet<&str> = class
+        .body
+        .iter()
+        .filter_map(|statement| match statement {
+            Stmt::FunctionDef(method) if runs_any(&method.body, &steps) => {
+                Some(method.name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    scopes.iter().any(|scope| {
+        // A fetch list built first (`output_feed = [model.train_ops[i], ...]`).
+        let fetches_step = |fetches: &Expr| {
+            mentions_attribute(fetches, &steps)
+                || matches!(fetches, Expr::Name(name) if scope.facts.assignments.iter().any(|assignment| {
+                    assignment.name == name.id.as_str() && mentions_attribute(assignment.value, &steps)
+                }))
+        };
+        scope.facts.calls.iter().any(|site| {
+            let Expr::Attribute(attribute) = site.call.func.as_ref() else {
+                return false;
+            };
+            methods.contains(attribute.attr.as_str())
+                || (attribute.attr.as_str() == "run"
+                    && site.call.args.first().is_some_and(fetches_step))
+        })
+    })
+}
+
+/// Names a class gives its optimizer steps: targets of assignments (and
+/// lists appended to) whose value calls `minimize` or `apply_gradients`,
+/// in any of its methods.
+fn step_attributes(body: &[Stmt]) -> HashSet<String> {
+    let is_step = |expr: &Expr| {
+        let mut found = false;
+        crate::analysis::walk::walk_expression(expr, &mut |inner| {
+            found |= matches!(inner, Expr::Call(call) if matches!(call.func.as_ref(),
+                Expr::Attribute(attribute) if matches!(attribute.attr.as_str(), "minimize" | "apply_gradients")));
+        });
+        found
+    };
+    let mut names = HashSet::new();
+    crate::analysis::walk::for_each_statement(body, true, &mut |statement| match statement {
+        Stmt::Assign(assign) if is_step(&assign.value) => {
+            for target in &assign.targets {
+                names.extend(target_names(target));
+            }
+        }
+        Stmt::Expr(expression) => {
+            if let Expr::Call(call) = expression.value.as_ref()
+                && let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "append"
+                && call.args.iter().any(is_step)
+            {
+                names.extend(target_names(&attribute.value));
+            }
+        }
+        _ => {}
+    });
+    names
+}
+
+/// The last part of each name an assignment target binds (`train_op`,
+/// `self.train_op`, the elements of a tuple).
+fn target_names(target: &Expr) -> Vec<String> {
+    match target {
+        Expr::Name(name) => vec![name.id.to_string()],
+        Expr::Attribute(attribute) => vec![attribute.attr.to_string()],
+        Expr::Tuple(tuple) => tuple.elts.iter().flat_map(target_names).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether statements call `run` with a fetch naming one of `steps`.
+fn runs_any(body: &[Stmt], steps: &HashSet<String>) -> bool {
     let mut found = false;
     crate::analysis::walk::for_each_statement(body, false, &mut |statement| {
+        found |= crate::analysis::walk::calls_in_statement(statement)
+            .iter()
+            .any(|call| {
+                matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "run")
+                    && call.args.first().is_some_and(|fetches| mentions_attribute(fetches, steps))
+            });
+    });
+    found
+}
+
+/// Whether an expression reads `x.<name>` for one of `names`.
+fn mentions_attribute(expr: &Expr, names: &HashSet<String>) -> bool {
+    let mut found = false;
+    crate::analysis::walk::walk_expression(expr, &mut |inner| {
+        found |=
+            matches!(inner, Expr::Attribute(attribute) if names.contains(attribute.attr.as_str()));
+    });
+    found
+}
+
+/// Whether statements (a function's body, or a class's with its methods)
+/// call `minimize` or `apply_gradients`.
+fn builds_step(body: &[Stmt]) -> bool {
+    let mut found = false;
+    crate::analysis::walk::for_each_statement(body, true, &mut |statement| {
         found |= crate::analysis::walk::calls_in_statement(statement)
             .iter()
             .any(|call| {

@@ -88,7 +88,7 @@ pub const TRAIN_OP_IN_ANOTHER_MODULE: Code = Code::new(
     "DST135",
     "train-op-in-another-module",
     Severity::Warning,
-    "The session runs a train op that a function of another package module builds (`model.training(loss, rate)`): its optimizer would have to be wrapped there, in step with this loop's rewrite, which the tool does not do across modules; the module is left as written.",
+    "The session runs a train op that a function or a class of another package module builds (`model.training(loss, rate)`, `Seq2Seq(...).train_op`): its optimizer would have to be wrapped there, in step with this loop's rewrite, which the tool does not do across modules; the module is left as written.",
 );
 
 fn rewrite_module(rewrite: &mut ModuleRewrite) {
