@@ -17,6 +17,16 @@ pub fn draws_split(callee: &str, site: &CallSite, scope: &Scope) -> bool {
     let split = callee.ends_with("train_test_split")
         && crate::analysis::walk::keyword(site.call, "random_state").is_none();
     let outside_loops = site.enclosing_loops.is_empty();
+    // `df = df.sample(frac=1)`, then `train = df[:cut]`.
+    let frame_shuffled_then_sliced = is_frame_sample(site.call)
+        && outside_loops
+        && match site.statement {
+            Stmt::Assign(assign) => assign
+                .targets
+                .first()
+                .is_some_and(|target| sliced_later(site, scope, target)),
+            _ => false,
+        };
     let indices =
         matches!(callee, "numpy.random.permutation" | "numpy.random.choice") && outside_loops;
     let shuffled_then_sliced = matches!(callee, "numpy.random.shuffle" | "random.shuffle")
@@ -26,7 +36,19 @@ pub fn draws_split(callee: &str, site: &CallSite, scope: &Scope) -> bool {
             .args
             .first()
             .is_some_and(|list| sliced_later(site, scope, list));
-    split || indices || shuffled_then_sliced
+    split || indices || shuffled_then_sliced || frame_shuffled_then_sliced
+}
+
+/// What a pandas table's unseeded `sample` is named as a drawer.
+pub const FRAME_SAMPLE: &str = "pandas.DataFrame.sample";
+
+/// `df.sample(frac=...)` or `df.sample(n=...)` with no `random_state`: rows
+/// drawn from NumPy's global random state (the keywords are pandas' own).
+pub fn is_frame_sample(call: &rustpython_parser::ast::ExprCall) -> bool {
+    let keyword = |name: &str| crate::analysis::walk::keyword(call, name).is_some();
+    matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "sample")
+        && (keyword("frac") || keyword("n"))
+        && !keyword("random_state")
 }
 
 /// Of the draws `draws_split` finds, those that cut rows in two:

@@ -112,7 +112,9 @@ fn seed_unseeded_split(rewrite: &mut ModuleRewrite, initialised_at: usize) {
         false => line,
     };
     let rank = rewrite.horovod_call("rank");
-    if callee.ends_with("train_test_split") && !through_helper {
+    let keyed =
+        callee.ends_with("train_test_split") || callee == crate::analysis::splits::FRAME_SAMPLE;
+    if keyed && !through_helper {
         rewrite.add_keyword(site.call, "random_state", "0");
         let message = format!(
             "the train/test split ({line}) was drawn from an unseeded random state, so each worker would hold out different rows: it now takes `random_state=0`, the same on every worker (it no longer changes from run to run)"
@@ -244,8 +246,9 @@ fn split_drawn_after(
             let draws = callee
                 .strip_prefix(generator)
                 .is_some_and(|function| function.starts_with('.') && function != ".seed");
-            let splits = callee.ends_with("train_test_split")
-                && keyword(site.call, "random_state").is_none();
+            let splits = (callee.ends_with("train_test_split")
+                && keyword(site.call, "random_state").is_none())
+                || crate::analysis::splits::is_frame_sample(site.call);
             draws || (generator == "numpy.random" && splits)
         })
         .map(|site| span(site.statement))
@@ -297,7 +300,13 @@ fn unseeded_split<'a>(rewrite: &ModuleRewrite<'a>) -> Option<UnseededSplit<'a>> 
     };
     let drawn_here = training_scopes().find_map(|(_, scope)| {
         scope.facts.calls.iter().find_map(|site| {
-            let callee = rewrite.callee(scope, &site.call.func)?;
+            let callee = match rewrite.callee(scope, &site.call.func) {
+                Some(callee) => callee,
+                None if crate::analysis::splits::is_frame_sample(site.call) => {
+                    crate::analysis::splits::FRAME_SAMPLE.to_string()
+                }
+                None => return None,
+            };
             let split = crate::analysis::splits::draws_split(&callee, site, scope)
                 && crate::analysis::splits::cuts_rows(&callee, site, scope);
             split.then_some(UnseededSplit {
