@@ -6,6 +6,7 @@ pub mod call_graph;
 pub mod catalogue;
 pub mod cursors;
 pub mod effects;
+pub mod fetches;
 pub mod import_lines;
 pub mod index;
 pub mod keras_version;

@@ -13,6 +13,7 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
+use crate::analysis::training::Scope;
 use crate::analysis::walk::{
     expression_shape, target_names, walk_expression, walk_statement_expressions,
 };
@@ -23,7 +24,33 @@ use crate::rules::rewrite::ModuleRewrite;
 /// Whether a loop is a batch cursor: it walks stepped ranges (one, or a
 /// `zip` of them with one step) and slices data with its variables.
 pub fn is_batch_cursor(for_loop: &ast::StmtFor) -> bool {
-    let ranges: Option<Vec<&ast::ExprCall>> = match for_loop.iter.as_ref() {
+    walks_stepped_ranges(&for_loop.iter, for_loop)
+}
+
+/// `is_batch_cursor`, also through a name the scope assigned the ranges to
+/// before the loop (`batches = zip(range(0, n, b), range(b, n + 1, b))`,
+/// then `for start, end in batches:`).
+pub fn is_batch_cursor_in(scope: &Scope, for_loop: &ast::StmtFor) -> bool {
+    if is_batch_cursor(for_loop) {
+        return true;
+    }
+    let Expr::Name(name) = for_loop.iter.as_ref() else {
+        return false;
+    };
+    let loop_start = span(for_loop.iter.as_ref()).start;
+    scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name == name.id.as_str())
+        .rfind(|assignment| span(assignment.statement).end <= loop_start)
+        .is_some_and(|assignment| walks_stepped_ranges(assignment.value, for_loop))
+}
+
+/// Whether `iterable` is stepped ranges (one, or a `zip` of them with one
+/// step) whose variables slice data in the loop's body.
+fn walks_stepped_ranges(iterable: &Expr, for_loop: &ast::StmtFor) -> bool {
+    let ranges: Option<Vec<&ast::ExprCall>> = match iterable {
         Expr::Call(call) if is_builtin(call, "zip") => {
             call.args.iter().map(stepped_range).collect()
         }

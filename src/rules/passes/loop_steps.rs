@@ -97,7 +97,8 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         }
         _ => return WorkSplit::NotSplit,
     };
-    if super::cursor_share::is_batch_cursor(for_loop) {
+    let loop_scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
+    if super::cursor_share::is_batch_cursor_in(loop_scope, for_loop) {
         super::cursor_share::share_by_rank(rewrite, loop_statement, for_loop);
         return WorkSplit::Divided;
     }
@@ -148,7 +149,8 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
     let Stmt::For(for_loop) = loop_statement else {
         return false;
     };
-    if super::cursor_share::is_batch_cursor(for_loop) {
+    let loop_scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
+    if super::cursor_share::is_batch_cursor_in(loop_scope, for_loop) {
         return false;
     }
     let iterable = unwrap_enumerate(&for_loop.iter);

@@ -384,12 +384,12 @@ fn must_run_on_rank_zero(
         && name.id.as_str() == "print"
         && !scope.bindings.is_bound("print")
     {
-        return guards_prints(rewrite) && print_without_side_effects(rewrite, call);
+        return guards_prints(rewrite) && print_without_side_effects(rewrite, scope, call);
     }
     if let Some(callee) = scope.bindings.resolve(&call.func) {
         let callee = library::canonical_name(&callee);
         if callee == "tensorflow.print" {
-            return guards_prints(rewrite) && print_without_side_effects(rewrite, call);
+            return guards_prints(rewrite) && print_without_side_effects(rewrite, scope, call);
         }
         if let Some(entry) = rewrite.call_effects(scope, call).entry()
             && entry.returns.is_none()
@@ -607,7 +607,11 @@ fn is_checkpoint_save(
                 if scope.facts.session_names().contains(first.id.as_str())))
 }
 
-fn print_without_side_effects(rewrite: &mut ModuleRewrite, call: &ast::ExprCall) -> bool {
+fn print_without_side_effects(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    call: &ast::ExprCall,
+) -> bool {
     let mut side_effect = None;
     for argument in call
         .args
@@ -619,24 +623,31 @@ fn print_without_side_effects(rewrite: &mut ModuleRewrite, call: &ast::ExprCall)
                 Expr::NamedExpr(_) => true,
                 Expr::Call(inner) => match inner.func.as_ref() {
                     Expr::Name(name) => matches!(name.id.as_str(), "next" | "input"),
-                    Expr::Attribute(attribute) => matches!(
-                        attribute.attr.as_str(),
-                        "pop"
-                            | "popleft"
-                            | "popitem"
-                            | "append"
-                            | "extend"
-                            | "send"
-                            | "update"
-                            | "write"
-                            | "assign"
-                            | "assign_add"
-                            | "assign_sub"
-                            | "apply_gradients"
-                            | "run"
-                            | "step"
-                            | "save"
-                    ),
+                    Expr::Attribute(attribute) => {
+                        matches!(
+                            attribute.attr.as_str(),
+                            "pop"
+                                | "popleft"
+                                | "popitem"
+                                | "append"
+                                | "extend"
+                                | "send"
+                                | "update"
+                                | "write"
+                                | "assign"
+                                | "assign_add"
+                                | "assign_sub"
+                                | "apply_gradients"
+                                | "step"
+                                | "save"
+                        ) || (attribute.attr.as_str() == "run"
+                            && (rewrite.had_horovod
+                                || !crate::analysis::fetches::run_only_computes(
+                                    rewrite.module,
+                                    scope,
+                                    inner,
+                                )))
+                    }
                     _ => false,
                 },
                 _ => false,
