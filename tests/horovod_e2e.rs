@@ -104,6 +104,7 @@ e2e_cases!(
     keras_notebook_tensorflow_2_1,
     tape_encoder_then_head,
     tape_characters_from_a_set,
+    tf1_zip_of_arrays,
     keras_fit_windowed_series,
     keras_fit_list_files_unsafe,
     estimator_graph_seed,

@@ -98,7 +98,9 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         _ => return WorkSplit::NotSplit,
     };
     let loop_scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
-    if super::cursor_share::is_batch_cursor_in(loop_scope, for_loop) {
+    if super::cursor_share::is_batch_cursor_in(loop_scope, for_loop)
+        || super::arrays::zips_arrays(rewrite, loop_scope, &for_loop.iter)
+    {
         super::cursor_share::share_by_rank(rewrite, loop_statement, for_loop);
         return WorkSplit::Divided;
     }
@@ -150,7 +152,9 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
         return false;
     };
     let loop_scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
-    if super::cursor_share::is_batch_cursor_in(loop_scope, for_loop) {
+    if super::cursor_share::is_batch_cursor_in(loop_scope, for_loop)
+        || super::arrays::zips_arrays(rewrite, loop_scope, &for_loop.iter)
+    {
         return false;
     }
     let iterable = unwrap_enumerate(&for_loop.iter);

@@ -5,6 +5,7 @@
 //! are called by the patterns on the loop they found.
 
 pub mod agreed_stops;
+pub mod arrays;
 pub mod bound_uses;
 pub mod broadcast;
 pub mod cached_file;

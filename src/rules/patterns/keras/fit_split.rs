@@ -10,6 +10,7 @@ use crate::analysis::training::Scope;
 use crate::analysis::walk::{dotted_name, keyword};
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
+use crate::rules::passes::arrays::is_in_memory_array;
 use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
 use crate::rules::passes::sharding::{shard_dataset, why_not_shardable};
 use crate::rules::rewrite::ModuleRewrite;
@@ -184,51 +185,6 @@ fn literal_rows(
             literal_rows(rewrite, scope, assigned, depth + 1)
         }
         _ => None,
-    }
-}
-
-/// Whether an expression is an in-memory NumPy array: what a Keras dataset
-/// loader or a NumPy function returns, and arithmetic, slices, `astype` or
-/// `reshape` of one, through the names last assigned before `before`.
-fn is_in_memory_array(
-    rewrite: &ModuleRewrite,
-    scope: &Scope,
-    value: &Expr,
-    before: usize,
-    depth: usize,
-) -> bool {
-    if depth > 6 {
-        return false;
-    }
-    let recurse =
-        |inner: &Expr, at: usize| is_in_memory_array(rewrite, scope, inner, at, depth + 1);
-    match value {
-        Expr::BinOp(operation) => {
-            recurse(&operation.left, before) || recurse(&operation.right, before)
-        }
-        Expr::Subscript(subscript) => recurse(&subscript.value, before),
-        Expr::Call(call) => {
-            let callee = rewrite.callee(scope, &call.func).unwrap_or_default();
-            let loads =
-                callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data");
-            let numpy = callee.starts_with("numpy.") && !callee.starts_with("numpy.random.");
-            let converts = matches!(call.func.as_ref(), Expr::Attribute(method)
-                if matches!(method.attr.as_str(), "astype" | "reshape")
-                    && recurse(&method.value, before));
-            loads || numpy || converts
-        }
-        Expr::Name(name) => {
-            let places = [scope, &rewrite.module.scopes[0]];
-            let Some(assignment) = places.iter().find_map(|place| {
-                place.facts.assignments.iter().rfind(|assignment| {
-                    assignment.name == name.id.as_str() && span(assignment.statement).end <= before
-                })
-            }) else {
-                return false;
-            };
-            recurse(assignment.value, span(assignment.statement).start)
-        }
-        _ => false,
     }
 }
 
