@@ -125,7 +125,9 @@ fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut Fou
         is_model_function,
     };
     for (stmt, calls) in scope.scope.facts.statements_with_calls() {
-        if opens_gradient_tape(scope.scope, stmt) {
+        if opens_gradient_tape(scope.scope, stmt)
+            && !differentiates_watched_inputs(scope.scope, stmt)
+        {
             // A tape in a Keras model's own `train_step` is part of `fit`: its
             // gradients skip the DistributedOptimizer's averaging, so the Keras
             // rule wraps that tape too.
@@ -160,6 +162,64 @@ fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut Fou
             }
         }
     }
+}
+
+/// A tape whose `gradient(target, sources)` calls all take sources it
+/// `watch`es (`with tf.GradientTape() as t: t.watch(images)`, then
+/// `t.gradient(score, [images])`): gradients with respect to inputs (a
+/// saliency map, a gradient penalty), which no optimizer applies.
+pub fn differentiates_watched_inputs(scope: &Scope, stmt: &Stmt) -> bool {
+    let Stmt::With(with) = stmt else {
+        return false;
+    };
+    let Some(tape) = with
+        .items
+        .iter()
+        .find_map(|item| match item.optional_vars.as_deref() {
+            Some(Expr::Name(name))
+                if is_gradient_tape_call(&scope.bindings, &item.context_expr) =>
+            {
+                Some(name.id.as_str())
+            }
+            _ => None,
+        })
+    else {
+        return false;
+    };
+    let on_tape = |method: &str| -> Vec<&ast::ExprCall> {
+        scope
+            .facts
+            .calls
+            .iter()
+            .map(|site| site.call)
+            .filter(|call| {
+                matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                    if attribute.attr.as_str() == method
+                        && matches!(attribute.value.as_ref(), Expr::Name(receiver) if receiver.id.as_str() == tape))
+            })
+            .collect()
+    };
+    let watched: HashSet<&str> = on_tape("watch")
+        .iter()
+        .filter_map(|call| match call.args.first() {
+            Some(Expr::Name(name)) => Some(name.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let sources_watched = |sources: &Expr| match sources {
+        Expr::Name(name) => watched.contains(name.id.as_str()),
+        Expr::List(list) => !list.elts.is_empty()
+            && list.elts.iter().all(
+                |element| matches!(element, Expr::Name(name) if watched.contains(name.id.as_str())),
+            ),
+        _ => false,
+    };
+    let gradients = on_tape("gradient");
+    !watched.is_empty()
+        && !gradients.is_empty()
+        && gradients
+            .iter()
+            .all(|call| call.args.get(1).is_some_and(sources_watched))
 }
 
 /// `with tf.GradientTape() ...:`

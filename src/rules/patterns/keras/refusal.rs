@@ -9,17 +9,22 @@
 use rustpython_parser::ast::{Expr, Stmt};
 
 use super::optimizer::find_compiles;
+use crate::analysis::keras_version::{self, KerasGeneration};
 use crate::analysis::library;
 use crate::analysis::training::{Scope, TrainingPattern, find_call};
 use crate::analysis::walk::dotted_name;
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::OPTIMIZER_NOT_WRAPPABLE;
+use crate::rules::assumptions::KERAS_3;
 use crate::rules::passes::loop_steps::{steps_an_environment, steps_differ_per_worker};
 use crate::rules::rewrite::ModuleRewrite;
 
 /// One error per training loop of the module whose model is compiled nowhere.
 pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
+    if let Some(keras_3) = keras_3(rewrite) {
+        return vec![keras_3];
+    }
     let module = rewrite.module;
     let mut refusals = Vec::new();
     for site in module
@@ -115,4 +120,38 @@ fn not_compiled(
         ),
     )
     .with_suggestion(suggestion)
+}
+
+/// A module training with standalone `keras` that is Keras 3 (pinned, or
+/// by its backend or APIs): Horovod's Keras integration drives Keras 2
+/// only, so nothing of the module is rewritten, and DST103 says why.
+fn keras_3(rewrite: &ModuleRewrite) -> Option<Diagnostic> {
+    let module = rewrite.module.module;
+    // Utilities taken from standalone `keras` (`to_categorical`, a dataset
+    // loader) beside a model built with `tf.keras` do not make it Keras 3's.
+    let utility = |qualified: &str| {
+        ["keras.utils", "keras.preprocessing", "keras.datasets"]
+            .iter()
+            .any(|prefix| qualified.starts_with(prefix))
+    };
+    let import = module
+        .bindings
+        .iter()
+        .filter(|(_, binding)| {
+            library::is_standalone_keras(&binding.qualified) && !utility(&binding.qualified)
+        })
+        .map(|(_, binding)| binding.statement.clone())
+        .min_by_key(|statement| statement.start)?;
+    let pin = rewrite.analysis.keras_pin.as_ref();
+    let KerasGeneration::Three { reason } = keras_version::generation_of(pin, module) else {
+        return None;
+    };
+    Some(
+        Diagnostic::new(
+            KERAS_3,
+            import,
+            format!("standalone `keras` is taken for Keras 3 ({reason}); Horovod's Keras integration (`horovod.tensorflow.keras`) drives Keras 2 only, so the module was left as written and stays single-GPU"),
+        )
+        .with_suggestion("run it on Keras 2: pin `keras<3` (or a TensorFlow before 2.16) if the code runs there, or install `tf_keras`, import it instead of `keras` and set TF_USE_LEGACY_KERAS=1; then run the tool again"),
+    )
 }
