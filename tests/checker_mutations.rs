@@ -112,6 +112,14 @@ const MUTATIONS: &[Mutation] = &[
         replace: "        print(step, float(loss))\n    smoothed = 0.9 * smoothed + 0.1 * loss\n    if smoothed < 0.05:\n        break\n",
         at: "break",
     },
+    // A saliency map beside training: the gradients of a tape of watched inputs averaged.
+    Mutation {
+        program: "tape_loop.py",
+        code: "DST310",
+        find: "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n",
+        replace: "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n    inputs = tf.ones((1, 4))\n    with tf.GradientTape() as saliency_tape:\n        saliency_tape.watch(inputs)\n        score = tf.reduce_sum(model(inputs))\n    saliency_tape = hvd.DistributedGradientTape(saliency_tape)\n    saliency = saliency_tape.gradient(score, inputs)\n",
+        at: "saliency_tape = hvd.DistributedGradientTape(saliency_tape)",
+    },
     Mutation {
         program: "tape_loop.py",
         code: "DST310",
