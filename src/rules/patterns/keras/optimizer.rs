@@ -200,6 +200,7 @@ fn own_compile_parameters(
     scope: &Scope,
     compile: &ast::ExprCall,
 ) -> Option<Vec<String>> {
+    let compile_call = compile;
     let Expr::Attribute(attribute) = compile.func.as_ref() else {
         return None;
     };
@@ -232,8 +233,11 @@ fn own_compile_parameters(
         .chain(&arguments.kwonlyargs)
         .map(|argument| argument.def.arg.to_string())
         .collect();
-    let takes_keras_optimizer =
-        names.iter().any(|name| name == "optimizer") || arguments.kwarg.is_some();
+    // `compile(self, g_optimizer, d_optimizer, **kwargs)` hands the rest to
+    // Keras' own: it takes Keras' `optimizer` only when the call passes one.
+    let takes_keras_optimizer = names.iter().any(|name| name == "optimizer")
+        || (arguments.kwarg.is_some() && keyword(compile_call, "optimizer").is_some())
+        || (arguments.kwarg.is_some() && !compile_call.args.is_empty());
     (!takes_keras_optimizer).then(|| names.into_iter().skip(1).collect())
 }
 
