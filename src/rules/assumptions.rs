@@ -159,8 +159,11 @@ fn imports_at_top(rewrite: &mut ModuleRewrite) {
     let mut late = Vec::new();
     for (index, stmt) in body.iter().enumerate() {
         match stmt {
+            // A late import of a plotting or data library runs after the
+            // init block harmlessly; one of TensorFlow, Keras or Horovod may
+            // configure what the init block already set up.
             Stmt::Import(_) | Stmt::ImportFrom(_) => {
-                if seen_code {
+                if seen_code && imports_tensorflow_or_keras(stmt) {
                     late.push(span(stmt));
                 }
             }
@@ -194,6 +197,18 @@ fn imports_at_top(rewrite: &mut ModuleRewrite) {
     }
 }
 
+/// Whether a name bound by `binding` is assigned again anywhere in the
+/// module: only then may the alias the tool resolved not be what runs.
+fn reassigned(rewrite: &ModuleRewrite, name: &str, binding: &std::ops::Range<usize>) -> bool {
+    rewrite.module.scopes.iter().any(|scope| {
+        scope
+            .facts
+            .assignments
+            .iter()
+            .any(|assignment| assignment.name == name && span(assignment.statement) != *binding)
+    })
+}
+
 /// TensorFlow bound only by import; members not aliased.
 fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
     let mut bindings: Vec<(String, crate::analysis::bindings::Binding)> = Vec::new();
@@ -215,7 +230,9 @@ fn tensorflow_bindings(rewrite: &mut ModuleRewrite) {
                 Diagnostic::new(TENSORFLOW_BOUND_WITHOUT_IMPORT, binding.statement.clone(), format!("`{name}` is bound to {} without an import statement; the tool resolved it, but other dynamic forms would be missed", binding.qualified))
                     .with_suggestion(format!("write `import {} as {name}`", binding.qualified)),
             ),
-            BindingKind::MemberAlias if library::matters_to_rewrite(&library::canonical_name(&binding.qualified)) => rewrite.diagnose(
+            BindingKind::MemberAlias
+                if library::matters_to_rewrite(&library::canonical_name(&binding.qualified))
+                    && reassigned(rewrite, &name, &binding.statement) => rewrite.diagnose(
                 Diagnostic::new(TENSORFLOW_MEMBER_ALIASED, binding.statement.clone(), format!("`{name}` aliases `{}`; the tool resolved it here, but a later reassignment of `{name}` would not be followed", binding.qualified))
                     .with_suggestion(format!("use `{}` directly, or import it with `from ... import`", binding.qualified)),
             ),
