@@ -102,8 +102,17 @@ impl Importer {
                 .body
                 .iter()
                 .find(|stmt| imports_tensorflow(stmt));
+            // Late only with code between (an import further down the same
+            // import block binds it before the init block runs).
             let bound_late = module.module.bindings.get(name).is_some_and(|binding| {
-                anchor.is_some_and(|anchor| binding.statement.start > span(anchor).end)
+                anchor.is_some_and(|anchor| {
+                    module.module.body.iter().any(|stmt| {
+                        let at = span(stmt);
+                        at.start > span(anchor).end
+                            && at.end <= binding.statement.start
+                            && !matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_))
+                    })
+                })
             });
             if bound_late && matches!(name, "tf" | "tensorflow") {
                 let statement = match name {
