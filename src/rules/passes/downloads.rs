@@ -269,7 +269,7 @@ pub(super) fn download_on_rank_zero_first(
         "rank 0 has downloaded it; the others find it there",
     ));
     rewrite.insert_before_statement(&span(statement), &lines);
-    let first_line = text.lines().next().unwrap_or_default().to_string();
+    let first_line = said(&text);
     rewrite.diagnose(Diagnostic::new(
         DOWNLOAD_ON_RANK_ZERO_FIRST,
         span(statement),
@@ -297,7 +297,7 @@ fn download_in_turn(rewrite: &mut ModuleRewrite, statement: &Stmt, barrier: &[St
     rewrite.insert_before_statement(&span(statement), &before);
     rewrite.insert_after_statement(&span(statement), &after);
     let text = rewrite.source(span(statement));
-    let first_line = text.lines().next().unwrap_or_default().to_string();
+    let first_line = said(text);
     rewrite.diagnose(Diagnostic::new(
         DOWNLOAD_ON_RANK_ZERO_FIRST,
         span(statement),
@@ -310,7 +310,7 @@ fn download_on_rank_zero_only(rewrite: &mut ModuleRewrite, statement: &Stmt, bar
     let lines = with_comment(barrier, "rank 0 has downloaded it");
     rewrite.insert_after_statement(&span(statement), &lines);
     let text = rewrite.source(span(statement));
-    let first_line = text.lines().next().unwrap_or_default().to_string();
+    let first_line = said(text);
     rewrite.diagnose(Diagnostic::new(
         DOWNLOAD_ON_RANK_ZERO_FIRST,
         span(statement),
@@ -325,4 +325,27 @@ fn with_comment(barrier: &[String], why: &str) -> Vec<String> {
         last.push_str(&format!("  # {why}"));
     }
     lines
+}
+
+/// A statement as a message quotes it: on one line (a call whose arguments
+/// span lines keeps them), cut short when long.
+fn said(text: &str) -> String {
+    const LONGEST: usize = 100;
+    // A block (`if not os.path.exists(p):`) is named by its header.
+    let first = text.lines().next().unwrap_or_default();
+    if first.trim_end().ends_with(':') {
+        return first.trim_end().to_string();
+    }
+    let one_line = text
+        .replace("\\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("( ", "(")
+        .replace(" )", ")")
+        .replace("[ ", "[");
+    match one_line.char_indices().nth(LONGEST) {
+        Some((cut, _)) => format!("{} ...", &one_line[..cut]),
+        None => one_line,
+    }
 }
