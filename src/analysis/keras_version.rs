@@ -152,7 +152,7 @@ pub fn generation_of(pin: Option<&KerasGeneration>, module: &Module) -> KerasGen
     if let Some(pin) = pin {
         return pin.clone();
     }
-    match uses_keras_2_only_api(&module.source.text) {
+    match uses_keras_2_only_api(module) {
         Some(why) => KerasGeneration::Two {
             reason: format!("the module uses {why}"),
         },
@@ -197,23 +197,43 @@ fn keras_backend_set(body: &[Stmt]) -> Option<String> {
 }
 
 /// Keras 2 only: `fit_generator`, the `lr=` keyword of optimizers, the
-/// `keras.layers.merge` module.
-pub fn uses_keras_2_only_api(text: &str) -> Option<&'static str> {
+/// `keras.layers.merge` module, Horovod's `horovod.keras`; read from the
+/// module's syntax (a comment naming them changes nothing).
+pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
+    let imports = |prefix: &str| {
+        module.bindings.iter().any(|(_, binding)| {
+            binding.qualified == prefix || binding.qualified.starts_with(&format!("{prefix}."))
+        })
+    };
+    if imports("horovod.keras") {
+        return Some("`horovod.keras`, which serves Keras 2 only");
+    }
+    let (mut fit_generator, mut lr, mut merge) = (false, false, imports("keras.layers.merge"));
+    crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
+        crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| match expr {
+            Expr::Call(call) => {
+                fit_generator |= matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                    if attribute.attr.as_str() == "fit_generator");
+                lr |= call
+                    .keywords
+                    .iter()
+                    .any(|keyword| keyword.arg.as_deref() == Some("lr"));
+            }
+            Expr::Attribute(attribute) => {
+                merge |= attribute.attr.as_str() == "merge"
+                    && dotted_name(&attribute.value)
+                        .is_some_and(|receiver| receiver.ends_with("layers"));
+            }
+            _ => {}
+        });
+    });
     [
-        (
-            "import horovod.keras",
-            "`horovod.keras`, which serves Keras 2 only",
-        ),
-        (".fit_generator(", "`fit_generator`, which Keras 3 removed"),
-        ("(lr=", "the `lr=` keyword, which Keras 3 removed"),
-        (
-            "keras.layers.merge",
-            "`keras.layers.merge`, which Keras 3 removed",
-        ),
+        (fit_generator, "`fit_generator`, which Keras 3 removed"),
+        (lr, "the `lr=` keyword, which Keras 3 removed"),
+        (merge, "`keras.layers.merge`, which Keras 3 removed"),
     ]
     .into_iter()
-    .find(|(marker, _)| text.contains(marker))
-    .map(|(_, why)| why)
+    .find_map(|(used, why)| used.then_some(why))
 }
 
 #[cfg(test)]
@@ -253,8 +273,25 @@ mod tests {
 
     #[test]
     fn keras_2_apis_are_recognised() {
-        assert!(uses_keras_2_only_api("model.fit_generator(gen, steps_per_epoch=10)").is_some());
-        assert!(uses_keras_2_only_api("Adam(lr=0.001)").is_some());
-        assert!(uses_keras_2_only_api("model.fit(x, y)").is_none());
+        let module = |text: &str| {
+            let body = crate::python::parse::parse_module(text, "m.py").expect("parses");
+            let index = crate::analysis::bindings::ModuleIndex::default();
+            Module::new(
+                "m".to_string(),
+                false,
+                crate::python::source::SourceFile::new("m.py".into(), "m.py".into(), text.into()),
+                body,
+                &index,
+            )
+        };
+        assert!(
+            uses_keras_2_only_api(&module("model.fit_generator(gen, steps_per_epoch=10)\n"))
+                .is_some()
+        );
+        assert!(uses_keras_2_only_api(&module("Adam(lr=0.001)\n")).is_some());
+        assert!(
+            uses_keras_2_only_api(&module("model.fit(x, y)  # not fit_generator(, lr=\n"))
+                .is_none()
+        );
     }
 }

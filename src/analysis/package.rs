@@ -557,6 +557,18 @@ fn imported_package_modules(module: &Module, package_modules: &ModuleIndex) -> V
     with_parents
 }
 
+/// Whether code reads an attribute of the name `tf` (`tf.constant(...)`).
+fn reads_tf_attribute(body: &[ast::Stmt]) -> bool {
+    let mut found = false;
+    super::walk::for_each_statement(body, true, &mut |statement| {
+        super::walk::walk_statement_expressions(statement, &mut |expr| {
+            found |= matches!(expr, ast::Expr::Attribute(attribute)
+                if matches!(attribute.value.as_ref(), ast::Expr::Name(name) if name.id.as_str() == "tf"));
+        });
+    });
+    found
+}
+
 /// `tf.` used at the top of a module that binds neither `tf` nor tensorflow:
 /// the rewrite will import tensorflow as `tf`, so the analysis reads `tf` so
 /// already (a second run must see what the first saw).
@@ -566,7 +578,7 @@ fn assume_unbound_tf(module: &mut Module) {
     if module.bindings.name_for("tensorflow").is_some()
         || module.bindings.is_bound("tf")
         || super::bindings::assigned_names(&module.body).contains("tf")
-        || !module.source.text.contains("tf.")
+        || !reads_tf_attribute(&module.body)
     {
         return;
     }

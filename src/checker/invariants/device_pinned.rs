@@ -144,9 +144,12 @@ fn pins_by_local_rank(program: &Program) -> bool {
             let rustpython_parser::ast::Stmt::Assign(assign) = statement else {
                 return false;
             };
-            let pins = assign.targets.iter().any(|target| {
-                let text = &program.text[span(target)];
-                text.contains("visible_device_list") || text.contains("CUDA_VISIBLE_DEVICES")
+            let pins = assign.targets.iter().any(|target| match target {
+                Expr::Attribute(attribute) => attribute.attr.as_str() == "visible_device_list",
+                Expr::Subscript(subscript) => matches!(subscript.slice.as_ref(),
+                    Expr::Constant(constant) if matches!(&constant.value,
+                        rustpython_parser::ast::Constant::Str(key) if key == "CUDA_VISIBLE_DEVICES")),
+                _ => false,
             });
             pins && (program.calls_horovod_function(scope, &assign.value, "local_rank")
                 || !matches!(assign.value.as_ref(), Expr::Call(_)))

@@ -72,9 +72,23 @@ fn remove_in(rewrite: &mut ModuleRewrite, scope: &Scope, body: &[Stmt]) {
 /// Whether an `if` asks about GPUs (`if gpus:`, `if len(gpus) > 1:`,
 /// `if tf.config.list_physical_devices("GPU"):`): pinning under it is the
 /// single-GPU setup Horovod replaces.
-fn tests_for_gpus(rewrite: &ModuleRewrite, test: &Expr) -> bool {
-    let text = rewrite.expression_text(test).to_lowercase();
-    text.contains("gpu") || text.contains("cuda") || text.contains("physical_devices")
+fn tests_for_gpus(_rewrite: &ModuleRewrite, test: &Expr) -> bool {
+    let names_gpus = |word: &str| {
+        let word = word.to_lowercase();
+        word.contains("gpu") || word.contains("cuda") || word.contains("physical_devices")
+    };
+    let mut found = false;
+    crate::analysis::walk::walk_expression(test, &mut |expr| {
+        found |= match expr {
+            Expr::Name(name) => names_gpus(name.id.as_str()),
+            Expr::Attribute(attribute) => names_gpus(attribute.attr.as_str()),
+            Expr::Constant(constant) => {
+                matches!(&constant.value, rustpython_parser::ast::Constant::Str(text) if names_gpus(text))
+            }
+            _ => false,
+        };
+    });
+    found
 }
 
 /// `CUDA_VISIBLE_DEVICES` set to `""` or `"-1"` hides every GPU: a CPU run

@@ -393,7 +393,17 @@ fn wrap_package_schedule(
         .module
         .definition(class_name)
         .is_some_and(|definition| {
-            rewrite.text[span(definition)].contains(&format!("{}.size()", rewrite.hvd))
+            let mut scales = false;
+            crate::analysis::walk::for_each_statement(
+                std::slice::from_ref(definition),
+                true,
+                &mut |statement| {
+                    crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| {
+                        scales |= rewrite.calls_horovod(expr, "size");
+                    });
+                },
+            );
+            scales
         });
     let Some(site) = scope.facts.call_at(&span(call)) else {
         return false;

@@ -101,19 +101,18 @@ impl Pattern for Keras {
     /// A module whose only Keras code is a model's own `train_step` needs only
     /// the tape, from `horovod.tensorflow`.
     fn horovod_module_for(&self, analysis: &Analysis, module: &ModuleAnalysis) -> &'static str {
-        let text = module.module.source.text.as_str();
         if uses_keras_2_standalone(analysis, module) {
             return "horovod.keras";
         }
         let steps = module
             .sites
             .iter()
-            .filter(|site| is_model_step_tape(site, text));
+            .filter(|site| is_model_step_tape(site, module));
         if steps.count() > 0
             && module
                 .sites
                 .iter()
-                .all(|site| is_model_step_tape(site, text))
+                .all(|site| is_model_step_tape(site, module))
         {
             "horovod.tensorflow"
         } else {
@@ -124,10 +123,13 @@ impl Pattern for Keras {
     /// The tape of a Keras model's own `train_step` needs horovod.tensorflow's
     /// DistributedGradientTape. So do the broadcasts after a `train_on_batch` step (Horovod's Keras
     /// modules broadcast only through a callback or a TF1 session).
-    fn needs_horovod_tensorflow(&self, module: &ModuleAnalysis, text: &str) -> bool {
+    fn needs_horovod_tensorflow(&self, module: &ModuleAnalysis, _text: &str) -> bool {
         module.sites.iter().any(|site| {
-            is_model_step_tape(site, text)
-                || text[site.range.clone()].contains(library::KERAS_BATCH_STEP)
+            is_model_step_tape(site, module)
+                || find_call(&module.scopes[site.scope], &site.range).is_some_and(|(_, call)| {
+                    matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                        if attribute.attr.as_str() == library::KERAS_BATCH_STEP)
+                })
         })
     }
 
@@ -178,10 +180,14 @@ pub fn uses_keras_2_standalone(analysis: &Analysis, module: &ModuleAnalysis) -> 
 
 /// The tape of a Keras model's own `train_step` (a `with` statement, where a
 /// delegated `fit` is a call).
-fn is_model_step_tape(site: &TrainingSite, text: &str) -> bool {
+fn is_model_step_tape(site: &TrainingSite, module: &ModuleAnalysis) -> bool {
     site.pattern == TrainingPattern::Keras
         && site.is_model_function
-        && text[site.range.clone()].starts_with("with")
+        && module.scopes[site.scope]
+            .facts
+            .statements
+            .iter()
+            .any(|statement| matches!(statement, Stmt::With(_)) && span(*statement) == site.range)
 }
 
 fn rewrite_module(rewrite: &mut ModuleRewrite) {
