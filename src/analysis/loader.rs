@@ -99,6 +99,11 @@ pub(super) struct Loader<'f> {
     /// library, or such a file imports them), not from a file parsed only
     /// because it imports one: a utility must not pull its own imports in.
     follows_imports: Vec<bool>,
+    /// Files that may hold or drive training code: they mention an ML
+    /// library, or import such a file (a driver). Only their importers are
+    /// drivers in turn: a module parsed because training code imports it
+    /// (`os`, `json`) drives nothing, and its importers need no syntax tree.
+    may_train: Vec<bool>,
 }
 
 impl<'f> Loader<'f> {
@@ -115,6 +120,7 @@ impl<'f> Loader<'f> {
             loadable: vec![true; files.len()],
             import_lines: files.iter().map(|_| OnceLock::new()).collect(),
             follows_imports: files.iter().map(mentions_relevant_word).collect(),
+            may_train: files.iter().map(mentions_relevant_word).collect(),
         }
     }
 
@@ -167,6 +173,7 @@ impl<'f> Loader<'f> {
             }
             for &index in &wanted {
                 self.follows_imports[index] = true;
+                self.may_train[index] = true;
             }
         }
     }
@@ -183,8 +190,8 @@ impl<'f> Loader<'f> {
         })
     }
 
-    /// Unparsed files whose import lines name a parsed module that matters
-    /// (it mentions an ML library, or imports one that does).
+    /// Unparsed files whose import lines name a parsed module that may
+    /// train (it mentions an ML library, or imports one that does).
     fn importers_of_parsed(&self, package: &Package) -> Vec<usize> {
         let modules: HashSet<&str> = package
             .modules
@@ -192,7 +199,7 @@ impl<'f> Loader<'f> {
             .filter(|module| {
                 self.index_of_name
                     .get(module.name.as_str())
-                    .is_some_and(|&index| self.follows_imports[index])
+                    .is_some_and(|&index| self.may_train[index])
             })
             .map(|module| module.name.as_str())
             .collect();

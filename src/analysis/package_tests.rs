@@ -86,6 +86,35 @@ fn a_driver_importing_training_code_is_parsed_though_it_names_no_ml_library() {
 }
 
 #[test]
+fn a_module_training_code_only_imports_drives_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    // `paths` is a utility the training script imports; `report` imports the
+    // utility too, and nothing that trains: it cannot drive training code.
+    std::fs::write(
+        root.join("train.py"),
+        "import tensorflow as tf\nimport paths\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("paths.py"), "import os\nROOT = os.getcwd()\n").unwrap();
+    std::fs::write(root.join("report.py"), "import paths\nprint(paths.ROOT\n").unwrap();
+    std::fs::write(root.join("run.py"), "import train\n").unwrap();
+    let files: Vec<String> = ["paths.py", "report.py", "run.py", "train.py"]
+        .map(String::from)
+        .to_vec();
+    let package = Package::load(root, &files);
+    assert!(
+        package.module("paths").is_some(),
+        "imported by training code"
+    );
+    assert!(package.module("run").is_some(), "a driver of training code");
+    assert!(
+        package.module("report").is_none() && package.problems.is_empty(),
+        "not parsed, so its syntax error is no problem of this run"
+    );
+}
+
+#[test]
 fn a_selection_loads_its_import_neighbourhood_in_a_large_package() {
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path();
