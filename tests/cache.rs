@@ -136,10 +136,7 @@ fn a_corrupt_cache_is_ignored() {
     let cache = scratch.path().join(".distribute_cache");
     let entries: Vec<PathBuf> = files_under(&cache)
         .into_iter()
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "json")
-        })
+        .filter(|path| path.extension().is_some_and(|extension| extension == "bin"))
         .collect();
     assert!(!entries.is_empty());
     for (index, entry) in entries.iter().enumerate() {
@@ -181,27 +178,37 @@ fn two_projects() -> tempfile::TempDir {
     scratch
 }
 
-/// Rewrites every stored diagnostic message of `file` to say `marker`: a
-/// result read back from the cache then shows it, one recomputed does not.
-fn mark_stored_results(root: &Path, file: &str, marker: &str) {
+/// What `mark_stored_results` writes into stored messages.
+const MARKER: &str = "FROM THE CACHE!!!";
+
+/// Rewrites "trains on one GPU" in every stored diagnostic message to
+/// `MARKER` (as long, so the stored results stay well formed): a result
+/// read back from the cache then shows it, one recomputed does not.
+fn mark_stored_results(root: &Path) {
     let stored: Vec<PathBuf> = files_under(&root.join(".distribute_cache"))
         .into_iter()
         .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "json")
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("results-"))
         })
         .collect();
     assert_eq!(stored.len(), 1, "{stored:?}");
-    let mut results: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&stored[0]).unwrap()).unwrap();
-    let diagnostics = results["files"][file]["outcome"]["diagnostics"]
-        .as_array_mut()
-        .unwrap_or_else(|| panic!("no stored diagnostics for {file}"));
-    assert!(!diagnostics.is_empty());
-    for diagnostic in diagnostics {
-        diagnostic["message"] = serde_json::Value::from(marker);
+    let original = b"trains on one GPU";
+    assert_eq!(original.len(), MARKER.len());
+    let mut bytes = std::fs::read(&stored[0]).unwrap();
+    let mut marked = 0;
+    let mut at = 0;
+    while let Some(found) = bytes[at..]
+        .windows(original.len())
+        .position(|window| window == original)
+    {
+        let start = at + found;
+        bytes[start..start + original.len()].copy_from_slice(MARKER.as_bytes());
+        marked += 1;
+        at = start + original.len();
     }
-    std::fs::write(&stored[0], serde_json::to_vec(&results).unwrap()).unwrap();
+    assert!(marked > 0, "no stored message to mark");
+    std::fs::write(&stored[0], bytes).unwrap();
 }
 
 #[test]
@@ -214,7 +221,7 @@ fn a_change_to_one_project_reuses_the_stored_results_of_the_other() {
         "{}",
         cold.stdout
     );
-    mark_stored_results(scratch.path(), "first/train.py", "read back from the cache");
+    mark_stored_results(scratch.path());
     // The second project changes: only it is analysed again.
     std::fs::write(
         scratch.path().join("second/loop.py"),
@@ -222,11 +229,7 @@ fn a_change_to_one_project_reuses_the_stored_results_of_the_other() {
     )
     .unwrap();
     let after = distribute(DIFF, scratch.path());
-    assert!(
-        after.stdout.contains("read back from the cache"),
-        "{}",
-        after.stdout
-    );
+    assert!(after.stdout.contains(MARKER), "{}", after.stdout);
     assert!(
         !after.stdout.contains("second/experiment.py"),
         "{}",
@@ -237,11 +240,7 @@ fn a_change_to_one_project_reuses_the_stored_results_of_the_other() {
     let text = std::fs::read_to_string(&train).unwrap();
     std::fs::write(&train, format!("{text}\n# reviewed\n")).unwrap();
     let recomputed = distribute(DIFF, scratch.path());
-    assert!(
-        !recomputed.stdout.contains("read back from the cache"),
-        "{}",
-        recomputed.stdout
-    );
+    assert!(!recomputed.stdout.contains(MARKER), "{}", recomputed.stdout);
     assert_eq!(recomputed, distribute(DIFF_WITHOUT_CACHE, scratch.path()));
 }
 
@@ -254,13 +253,9 @@ fn a_run_on_one_file_stores_its_result_for_the_next_run_on_the_package() {
         "{}",
         single.stdout
     );
-    mark_stored_results(scratch.path(), "first/train.py", "read back from the cache");
+    mark_stored_results(scratch.path());
     let whole = distribute(DIFF, scratch.path());
-    assert!(
-        whole.stdout.contains("read back from the cache"),
-        "{}",
-        whole.stdout
-    );
+    assert!(whole.stdout.contains(MARKER), "{}", whole.stdout);
     // The other project had not been analysed: it is now, as without a cache.
     let second_lines = |output: &str| -> Vec<String> {
         output

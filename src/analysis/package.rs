@@ -236,6 +236,16 @@ fn module_names(root: &Path, files: &[ReadFile]) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// The module name of each path (relative to `root`) and whether it is a
+/// package's `__init__.py`, as the loader names the files.
+pub fn module_names_of_paths(root: &Path, relative_paths: &[&str]) -> Vec<(String, bool)> {
+    let enclosing = enclosing_packages(root);
+    relative_paths
+        .iter()
+        .map(|path| module_name(&enclosing, path))
+        .collect()
+}
+
 /// The dotted module name of a file relative to the package root, after the
 /// enclosing packages, and whether it is a package's `__init__.py`.
 fn module_name(enclosing_packages: &[String], relative_path: &str) -> (String, bool) {

@@ -49,11 +49,10 @@ pub fn run(request: &RunRequest) -> RunOutcome {
     let (mut files, mut discovery_problems) = discover_python_files(&request.root);
     files.retain(|file| request.config.selects(file));
     discovery_problems.retain(|problem| request.config.selects(&problem.relative_path));
-    let read = read_files(&request.root, &files);
     let mut outcome = if request.use_cache {
-        run_with_cache(request, read)
+        run_with_cache(request, &files)
     } else {
-        analyse_and_rewrite(request, read, false).0
+        analyse_and_rewrite(request, read_files(&request.root, &files), false).0
     };
     if let Some(scope) = &request.scope {
         discovery_problems.retain(|problem| scope.contains(&problem.relative_path));
@@ -66,36 +65,23 @@ pub fn run(request: &RunRequest) -> RunOutcome {
 }
 
 /// The run with the result cache: stored results of the unchanged import
-/// groups, and an analysis of the others (stored for the next run).
-fn run_with_cache(request: &RunRequest, read: Vec<Result<ReadFile, FileProblem>>) -> RunOutcome {
-    let (readable, unreadable): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
-    let readable: Vec<ReadFile> = readable.into_iter().filter_map(Result::ok).collect();
+/// groups, and an analysis of the others (stored for the next run). Files
+/// are read only where they changed, or where an analysis needs them.
+fn run_with_cache(request: &RunRequest, files: &[String]) -> RunOutcome {
     let inputs = RequestInputs {
         root: &request.root,
         config_file: request.config.source.as_deref(),
         enclosing_packages: &enclosing_packages(&request.root),
         codes: request.codes,
     };
-    let mut cache = ResultCache::open(&inputs, &readable);
-    let lookup = cache.lookup(
-        request.scope.as_ref(),
-        request.expand_scope_to_dependents,
-        &readable,
-    );
+    let mut cache = ResultCache::open(&inputs, files);
+    let lookup = cache.lookup(request.scope.as_ref(), request.expand_scope_to_dependents);
     let mut outcome = lookup.found;
-    let in_scope = |path: &str| {
-        request
-            .scope
-            .as_ref()
-            .is_none_or(|scope| scope.contains(path))
-    };
-    outcome.problems.extend(
-        unreadable
-            .into_iter()
-            .filter_map(Result::err)
-            .filter(|problem| in_scope(&problem.relative_path)),
-    );
+    outcome
+        .problems
+        .extend(cache.unreadable(request.scope.as_ref()));
     if !lookup.missed.is_empty() {
+        let readable = cache.read_all();
         // Nothing stored for a whole-package request: the plain whole run.
         let whole = request.scope.is_none() && lookup.missed.len() == readable.len();
         let missed = RunRequest {

@@ -14,19 +14,24 @@
 //! A cache that cannot be read, is corrupt or belongs to another build is a
 //! miss, never an error; writes are atomic (temporary file, then rename).
 //!
+//! Files are not read again while their size and modification time are
+//! those stored (`files`): a run with nothing changed reads the cache file
+//! and the files whose stored results it prints, nothing else.
+//!
 //! Location: `.distribute_cache/` at the package root, or the directory named
 //! by `DISTRIBUTE_CACHE_DIR`. Delete the directory to clear it.
+
+mod files;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
-use crate::analysis::package::{FileProblem, Package, ReadFile};
+use crate::analysis::package::{FileProblem, ReadFile, module_names_of_paths, read_files};
 use crate::checker::applicability::Applicability;
 use crate::diagnostics::{Code, Severity};
 use crate::outcome::{LocatedDiagnostic, ModuleOutcome, RunOutcome};
@@ -57,9 +62,19 @@ pub fn directory_for(root: &Path) -> PathBuf {
 pub struct ResultCache {
     /// The file holding this root's results.
     entry: PathBuf,
+    /// The file holding the modules each file's import lines name: read
+    /// only when keys are worked out again.
+    imports_entry: PathBuf,
+    /// Each readable file's imports, when they were needed (then stored).
+    imports: Option<HashMap<String, Vec<String>>>,
     directory: PathBuf,
     /// Per readable file, a hash of everything its result depends on.
-    keys: FxHashMap<String, String>,
+    keys: FxHashMap<String, u128>,
+    /// The hash of the inputs every file shares.
+    shared: u128,
+    /// The request's files, read where they changed.
+    scanned: Vec<files::ScannedFile>,
+    root: PathBuf,
     stored: Stored,
     /// Whether results were added since the cache was read.
     changed: bool,
@@ -71,12 +86,21 @@ pub struct ResultCache {
 #[derive(Serialize, Deserialize, Default)]
 struct Stored {
     files: HashMap<String, StoredFile>,
+    /// What each file was when last read, to read again only what changed.
+    facts: HashMap<String, files::FileFacts>,
+    /// When the results were written (nanoseconds since the epoch).
+    written_nanos: u128,
+    /// The hash of the inputs shared by every file (`shared_inputs`), and
+    /// each readable file's key, as last worked out: with the same inputs
+    /// and no file changed, the keys are these.
+    shared: u128,
+    keys: HashMap<String, u128>,
 }
 
 /// One file's result as stored.
 #[derive(Serialize, Deserialize)]
 struct StoredFile {
-    key: String,
+    key: u128,
     outcome: Option<CachedModule>,
     problems: Vec<FileProblem>,
     /// Whether a request on this file also reports its importers
@@ -84,6 +108,11 @@ struct StoredFile {
     decisive: bool,
     /// The files importing it.
     importers: Vec<String>,
+    /// Which files of its group the analysis rewrote with it (a hash of
+    /// their paths): a module's rewrite may lean on another's (a model
+    /// module's optimizer wrapped for the script that fits it), so a result
+    /// holds only for a request rewriting the same files of the group.
+    scope: u64,
 }
 
 /// What a request's dependents are worked out from, per file analysed.
@@ -141,43 +170,112 @@ pub struct Lookup {
 impl ResultCache {
     /// Reads the stored results of a package root and works out each file's
     /// key from the files as read.
-    pub fn open(inputs: &RequestInputs, files: &[ReadFile]) -> ResultCache {
+    pub fn open(inputs: &RequestInputs, relative_paths: &[String]) -> ResultCache {
         let directory = directory_for(inputs.root);
         let slot = xxh3_64(inputs.root.to_string_lossy().as_bytes());
         let entry = directory
             .join(BUILD_ID)
-            .join(format!("results-{slot:016x}.json"));
-        let stored = std::fs::read(&entry)
+            .join(format!("results-{slot:016x}.bin"));
+        let stored: Stored = std::fs::read(&entry)
             .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .and_then(|bytes| bincode::deserialize(&bytes).ok())
             .unwrap_or_default();
+        let paths: Vec<&str> = relative_paths.iter().map(String::as_str).collect();
+        let names = module_names_of_paths(inputs.root, &paths);
+        let scanned = files::scan(
+            inputs.root,
+            relative_paths,
+            &names,
+            &|path| stored.facts.get(path).cloned(),
+            stored.written_nanos,
+        );
+        // Files read again unchanged (a file that cannot be decoded is read
+        // on every run) leave nothing new to store.
+        let changed = stored.facts.len() != scanned.len()
+            || scanned.iter().any(|file| {
+                file.read.is_some()
+                    && stored
+                        .facts
+                        .get(&file.relative_path)
+                        .is_none_or(|facts| !facts.same_as(&file.facts))
+            });
+        let shared = shared_inputs(inputs);
+        // Nothing read, the same files and inputs: the stored keys stand.
+        let imports_entry = imports_entry_of(&entry);
+        let (keys, imports) = if !changed
+            && shared == stored.shared
+            && stored.keys.len() + unreadable(&scanned) == scanned.len()
+        {
+            let keys = stored
+                .keys
+                .iter()
+                .map(|(path, key)| (path.clone(), *key))
+                .collect();
+            (keys, None)
+        } else {
+            let imports = imports_of(inputs.root, &imports_entry, &scanned, &names);
+            (file_keys(shared, &scanned, &names, &imports), Some(imports))
+        };
+        let changed = changed || imports.is_some();
         ResultCache {
             entry,
+            imports_entry,
+            imports,
             directory,
-            keys: file_keys(inputs, files),
+            keys,
+            shared,
+            scanned,
+            root: inputs.root.to_path_buf(),
             stored,
-            changed: false,
+            changed,
             codes: inputs.codes.to_vec(),
         }
+    }
+
+    /// The files that could not be read or decoded, in `scope` (all when
+    /// `None`): their problems are said on every run.
+    pub fn unreadable(&self, scope: Option<&HashSet<String>>) -> Vec<FileProblem> {
+        self.scanned
+            .iter()
+            .filter(|file| scope.is_none_or(|scope| scope.contains(&file.relative_path)))
+            .filter_map(|file| match &file.read {
+                Some(Err(problem)) => Some(problem.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every readable file of the request, read: what an analysis needs.
+    /// The files read so far are handed over (their facts stay).
+    pub fn read_all(&mut self) -> Vec<ReadFile> {
+        let unread: Vec<String> = self
+            .scanned
+            .iter()
+            .filter(|file| file.read.is_none())
+            .map(|file| file.relative_path.clone())
+            .collect();
+        let mut fresh = read_files(&self.root, &unread).into_iter();
+        self.scanned
+            .iter_mut()
+            .filter_map(|file| match file.read.take() {
+                Some(Err(problem)) => {
+                    file.read = Some(Err(problem));
+                    None
+                }
+                Some(read) => read.ok(),
+                None => fresh.next().and_then(Result::ok),
+            })
+            .collect()
     }
 
     /// The stored results for a request: `scope` (all files when `None`),
     /// with the dependents of its decisive files when `with_dependents`.
     /// A group is used whole or not at all.
-    pub fn lookup(
-        &self,
-        scope: Option<&HashSet<String>>,
-        with_dependents: bool,
-        files: &[ReadFile],
-    ) -> Lookup {
-        let files: FxHashMap<&str, &ReadFile> = files
-            .iter()
-            .map(|file| (file.relative_path.as_str(), file))
-            .collect();
-        let mut requested: HashMap<&str, Vec<&str>> = HashMap::new();
+    pub fn lookup(&self, scope: Option<&HashSet<String>>, with_dependents: bool) -> Lookup {
+        let mut requested: HashMap<u128, Vec<&str>> = HashMap::new();
         for (path, key) in &self.keys {
             if scope.is_none_or(|scope| scope.contains(path)) {
-                requested.entry(key).or_default().push(path);
+                requested.entry(*key).or_default().push(path);
             }
         }
         let mut found = RunOutcome::default();
@@ -185,7 +283,7 @@ impl ResultCache {
         for wanted in requested.into_values() {
             let results = self
                 .group_results(&wanted, with_dependents)
-                .and_then(|results| restore(results, &files, &self.codes));
+                .and_then(|results| self.restore(results));
             match results {
                 Some((modules, problems)) => {
                     found.modules.extend(modules);
@@ -223,7 +321,11 @@ impl ResultCache {
             }
             results.push((path, stored));
         }
-        Some(results)
+        let scope = scope_signature(results.iter().map(|(path, _)| *path));
+        results
+            .iter()
+            .all(|(_, stored)| stored.scope == scope)
+            .then_some(results)
     }
 
     /// Adds the results of an analysis: for each analysed file, its module
@@ -241,12 +343,26 @@ impl ResultCache {
                 .or_default()
                 .push(problem.clone());
         }
+        // The files analysed together, per group.
+        let mut analysed: HashMap<u128, Vec<&str>> = HashMap::new();
+        for fact in &facts {
+            if let Some(key) = self.keys.get(&fact.relative_path) {
+                analysed
+                    .entry(*key)
+                    .or_default()
+                    .push(fact.relative_path.as_str());
+            }
+        }
+        let scopes: HashMap<u128, u64> = analysed
+            .into_iter()
+            .map(|(key, paths)| (key, scope_signature(paths.into_iter())))
+            .collect();
         for fact in facts {
             let Some(key) = self.keys.get(&fact.relative_path) else {
                 continue;
             };
             let stored = StoredFile {
-                key: key.clone(),
+                key: *key,
                 outcome: modules
                     .remove(fact.relative_path.as_str())
                     .map(CachedModule::from),
@@ -255,22 +371,69 @@ impl ResultCache {
                     .unwrap_or_default(),
                 decisive: fact.decisive,
                 importers: fact.importers,
+                scope: scopes[key],
             };
             self.stored.files.insert(fact.relative_path, stored);
             self.changed = true;
         }
     }
 
-    /// Writes the results back when results were added; results of files no
-    /// longer in the package are dropped. A failure leaves the cache as it
-    /// was (the run still succeeds).
+    /// Writes the results back when results were added or files read;
+    /// results of files no longer in the package are dropped. A failure
+    /// leaves the cache as it was (the run still succeeds).
     pub fn save(mut self) {
         if !self.changed {
+            // Freeing every stored result is a noticeable part of a run that
+            // only read them: it happens on a thread of its own.
+            std::thread::spawn(move || drop(self));
             return;
         }
         let keys = &self.keys;
         self.stored.files.retain(|path, _| keys.contains_key(path));
+        self.stored.facts = self
+            .scanned
+            .iter()
+            .map(|file| (file.relative_path.clone(), file.facts.clone()))
+            .collect();
+        self.stored.written_nanos = files::now_nanos();
+        self.stored.shared = self.shared;
+        self.stored.keys = self
+            .keys
+            .iter()
+            .map(|(path, key)| (path.clone(), *key))
+            .collect();
         let _ = self.write();
+    }
+
+    /// The outcomes and problems of stored results, with each outcome's
+    /// file read (only those are); `None` when one names a code this build
+    /// does not know (a damaged cache) or its file cannot be read.
+    fn restore(
+        &self,
+        results: Vec<(&str, &StoredFile)>,
+    ) -> Option<(Vec<ModuleOutcome>, Vec<FileProblem>)> {
+        let scanned: FxHashMap<&str, &files::ScannedFile> = self
+            .scanned
+            .iter()
+            .map(|file| (file.relative_path.as_str(), file))
+            .collect();
+        let mut modules = Vec::new();
+        let mut problems = Vec::new();
+        for (path, stored) in results {
+            if let Some(module) = &stored.outcome {
+                let read_now;
+                let file = match &scanned.get(path)?.read {
+                    Some(read) => read.as_ref().ok()?,
+                    None => {
+                        read_now = read_files(&self.root, &[path.to_string()]).pop()?.ok()?;
+                        &read_now
+                    }
+                };
+                modules.push(module.to_outcome(file, &self.codes)?);
+            }
+            problems.extend(stored.problems.iter().cloned());
+        }
+        Some((modules, problems))
     }
 
     fn write(&self) -> std::io::Result<()> {
@@ -280,35 +443,94 @@ impl ResultCache {
         let build_directory = self.directory.join(BUILD_ID);
         std::fs::create_dir_all(&build_directory)?;
         let mut file = tempfile::NamedTempFile::new_in(&build_directory)?;
-        serde_json::to_writer(std::io::BufWriter::new(file.as_file_mut()), &self.stored)?;
+        bincode::serialize_into(std::io::BufWriter::new(file.as_file_mut()), &self.stored)
+            .map_err(std::io::Error::other)?;
         file.as_file_mut().flush()?;
         file.persist(&self.entry).map_err(|error| error.error)?;
+        if let Some(imports) = &self.imports {
+            let mut file = tempfile::NamedTempFile::new_in(&build_directory)?;
+            bincode::serialize_into(std::io::BufWriter::new(file.as_file_mut()), imports)
+                .map_err(std::io::Error::other)?;
+            file.as_file_mut().flush()?;
+            file.persist(&self.imports_entry)
+                .map_err(|error| error.error)?;
+        }
         Ok(())
     }
 }
 
-/// The outcomes and problems of stored results, for the files as read;
-/// `None` when one names a code this build does not know (a damaged cache).
-fn restore(
-    results: Vec<(&str, &StoredFile)>,
-    files: &FxHashMap<&str, &ReadFile>,
-    codes: &[Code],
-) -> Option<(Vec<ModuleOutcome>, Vec<FileProblem>)> {
-    let mut modules = Vec::new();
-    let mut problems = Vec::new();
-    for (path, stored) in results {
-        if let Some(module) = &stored.outcome {
-            modules.push(module.to_outcome(files.get(path)?, codes)?);
-        }
-        problems.extend(stored.problems.iter().cloned());
-    }
-    Some((modules, problems))
+/// The imports file beside a results file.
+fn imports_entry_of(entry: &Path) -> PathBuf {
+    let name = entry
+        .file_name()
+        .map(|name| name.to_string_lossy().replace("results-", "imports-"))
+        .unwrap_or_default();
+    entry.with_file_name(name)
 }
 
-/// Per file, a hash of everything its result depends on: the build, the
-/// configuration, the requirement files, the enclosing packages, and every
-/// file of its import group (path and content).
-fn file_keys(inputs: &RequestInputs, files: &[ReadFile]) -> FxHashMap<String, String> {
+/// Each readable file's imports: those read now, else those stored, else
+/// (no stored entry) read from the file.
+fn imports_of(
+    root: &Path,
+    imports_entry: &Path,
+    scanned: &[files::ScannedFile],
+    names: &[(String, bool)],
+) -> HashMap<String, Vec<String>> {
+    let mut stored: HashMap<String, Vec<String>> = std::fs::read(imports_entry)
+        .ok()
+        .and_then(|bytes| bincode::deserialize(&bytes).ok())
+        .unwrap_or_default();
+    scanned
+        .iter()
+        .zip(names)
+        .filter(|(file, _)| !matches!(file.read, Some(Err(_))))
+        .map(|(file, (name, is_package_init))| {
+            let imports = match &file.imports {
+                Some(imports) => imports.clone(),
+                None => stored.remove(&file.relative_path).unwrap_or_else(|| {
+                    read_files(root, std::slice::from_ref(&file.relative_path))
+                        .pop()
+                        .and_then(Result::ok)
+                        .map(|read| {
+                            crate::analysis::import_lines::imported_modules_of_module(
+                                &read.text,
+                                name,
+                                *is_package_init,
+                            )
+                        })
+                        .unwrap_or_default()
+                }),
+            };
+            (file.relative_path.clone(), imports)
+        })
+        .collect()
+}
+
+/// How many of the scanned files could not be read.
+fn unreadable(scanned: &[files::ScannedFile]) -> usize {
+    scanned
+        .iter()
+        .filter(|file| matches!(file.read, Some(Err(_))))
+        .count()
+}
+
+/// A hash of a set of paths, whatever their order.
+fn scope_signature<'p>(paths: impl Iterator<Item = &'p str>) -> u64 {
+    let mut sorted: Vec<&str> = paths.collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut hasher = Xxh3::new();
+    for path in sorted {
+        hasher.update(path.as_bytes());
+        hasher.update(&[0]);
+    }
+    hasher.digest()
+}
+
+/// A hash of what every file's result depends on besides the files: the
+/// build, the root, the enclosing packages, the configuration and the
+/// requirement files.
+fn shared_inputs(inputs: &RequestInputs) -> u128 {
     let mut shared = Xxh3::new();
     shared.update(BUILD_ID.as_bytes());
     shared.update(inputs.root.to_string_lossy().as_bytes());
@@ -328,16 +550,41 @@ fn file_keys(inputs: &RequestInputs, files: &[ReadFile]) -> FxHashMap<String, St
             Err(_) => shared.update(b"absent"),
         }
     }
-    let shared = shared.digest128();
-    let hashes: Vec<u64> = files.par_iter().map(file_hash).collect();
-    let groups = Package::import_groups(inputs.root, files);
+    shared.digest128()
+}
+
+/// Per file, a hash of everything its result depends on: the build, the
+/// configuration, the requirement files, the enclosing packages, and every
+/// file of its import group (path and content).
+fn file_keys(
+    shared: u128,
+    scanned: &[files::ScannedFile],
+    names: &[(String, bool)],
+    imports: &HashMap<String, Vec<String>>,
+) -> FxHashMap<String, u128> {
+    // Files that cannot be read have no key: their problems are said anew.
+    let (readable, readable_names): (Vec<&files::ScannedFile>, Vec<(String, bool)>) = scanned
+        .iter()
+        .zip(names)
+        .filter(|(file, _)| !matches!(file.read, Some(Err(_))))
+        .map(|(file, name)| (file, name.clone()))
+        .unzip();
+    let imports: Vec<&[String]> = readable
+        .iter()
+        .map(|file| {
+            imports
+                .get(&file.relative_path)
+                .map_or(&[][..], Vec::as_slice)
+        })
+        .collect();
+    let groups = crate::analysis::neighbourhood::import_groups(&imports, &readable_names);
     let mut members: FxHashMap<usize, Vec<u64>> = FxHashMap::default();
-    for (hash, group) in hashes.iter().zip(&groups) {
-        members.entry(*group).or_default().push(*hash);
+    for (file, group) in readable.iter().zip(&groups) {
+        members.entry(*group).or_default().push(file.facts.hash);
     }
     // Sorted, a group's key does not depend on the order the directory walk
     // met its files (each hash covers its file's path).
-    let group_keys: FxHashMap<usize, String> = members
+    let group_keys: FxHashMap<usize, u128> = members
         .into_iter()
         .map(|(group, mut hashes)| {
             hashes.sort_unstable();
@@ -346,26 +593,14 @@ fn file_keys(inputs: &RequestInputs, files: &[ReadFile]) -> FxHashMap<String, St
             for hash in hashes {
                 key.update(&hash.to_le_bytes());
             }
-            (group, format!("{:032x}", key.digest128()))
+            (group, key.digest128())
         })
         .collect();
-    files
+    readable
         .iter()
         .zip(&groups)
-        .map(|(file, group)| (file.relative_path.clone(), group_keys[group].clone()))
+        .map(|(file, group)| (file.relative_path.clone(), group_keys[group]))
         .collect()
-}
-
-/// A hash of one file as read: its path and content.
-fn file_hash(file: &ReadFile) -> u64 {
-    let mut hasher = Xxh3::new();
-    hasher.update(file.relative_path.as_bytes());
-    hasher.update(&[0]);
-    match &file.notebook {
-        Some(notebook) => hasher.update(notebook.raw().as_bytes()),
-        None => hasher.update(file.text.as_bytes()),
-    }
-    hasher.digest()
 }
 
 /// Creates the cache directory with a `.gitignore` ignoring everything in it
