@@ -288,3 +288,42 @@ fn a_run_on_a_model_module_reports_its_training_script_from_the_cache_too() {
         distribute(&[&arguments[..], &["--no-cache"]].concat(), scratch.path())
     );
 }
+
+#[test]
+fn an_edit_to_a_file_no_training_code_reaches_reuses_every_stored_result() {
+    let scratch = scratch_copy("keras_optimizer_object");
+    // The training script imports a utility; a report script imports the
+    // same utility, and nothing that trains: it can change no rewrite, though
+    // an import joins it to the training script's files.
+    let train = scratch.path().join("train.py");
+    let text = std::fs::read_to_string(&train).unwrap();
+    std::fs::write(&train, format!("import tables\n{text}")).unwrap();
+    std::fs::write(
+        scratch.path().join("tables.py"),
+        "def rows():\n    return [1, 2]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scratch.path().join("report.py"),
+        "import tables\n\nprint(len(tables.rows()))\n",
+    )
+    .unwrap();
+    let cold = distribute(DIFF, scratch.path());
+    assert!(cold.stdout.contains("train.py"), "{}", cold.stdout);
+    mark_stored_results(scratch.path());
+    std::fs::write(
+        scratch.path().join("report.py"),
+        "import tables\n\nprint(sum(tables.rows()))\n",
+    )
+    .unwrap();
+    let after = distribute(DIFF, scratch.path());
+    assert!(after.stdout.contains(MARKER), "{}", after.stdout);
+    assert_eq!(
+        after.stdout.replace(MARKER, "trains on one GPU"),
+        cold.stdout
+    );
+    assert_eq!(
+        distribute(DIFF_WITHOUT_CACHE, scratch.path()).stdout,
+        cold.stdout
+    );
+}

@@ -36,7 +36,12 @@ pub struct ReadFile {
 
 /// Whether a file mentions an ML library, so may matter to the rewrite.
 fn mentions_relevant_word(file: &ReadFile) -> bool {
-    RELEVANT_WORDS.iter().any(|word| file.text.contains(word))
+    mentions_ml_library(&file.text)
+}
+
+/// Whether a text mentions an ML library (`RELEVANT_WORDS`).
+pub fn mentions_ml_library(text: &str) -> bool {
+    RELEVANT_WORDS.iter().any(|word| text.contains(word))
 }
 
 /// Reads and decodes every file in parallel, in the given order.

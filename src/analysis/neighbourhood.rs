@@ -121,6 +121,61 @@ impl UnionFind {
     }
 }
 
+/// Per file, the number of its group among the files that can matter, and
+/// whether it can: those the loader may parse (`loader`), over-approximated
+/// from import lines. A file mentioning an ML library can matter, and so
+/// does everything such a file imports, transitively; so does a file
+/// importing one that may train (a driver), and what it imports. Groups
+/// join files by the imports of files that can matter only: a file that
+/// cannot (a utility no training code imports, importing only utilities)
+/// is a group of its own, whose result is empty whatever it holds.
+pub fn groups_that_matter(
+    imports: &[&[String]],
+    names: &[(String, bool)],
+    mentions_ml: &[bool],
+) -> (Vec<usize>, Vec<bool>) {
+    let graph = ImportGraph::new(imports, names);
+    let files = names.len();
+    let mut matters = mentions_ml.to_vec();
+    let mut may_train = mentions_ml.to_vec();
+    loop {
+        let mut frontier: Vec<usize> = (0..files).filter(|&index| matters[index]).collect();
+        while let Some(index) = frontier.pop() {
+            for &imported in &graph.imports[index] {
+                if !matters[imported] {
+                    matters[imported] = true;
+                    frontier.push(imported);
+                }
+            }
+        }
+        let drivers: Vec<usize> = (0..files)
+            .filter(|&index| {
+                !may_train[index]
+                    && graph.imports[index]
+                        .iter()
+                        .any(|&imported| may_train[imported])
+            })
+            .collect();
+        if drivers.is_empty() {
+            break;
+        }
+        for index in drivers {
+            may_train[index] = true;
+            matters[index] = true;
+        }
+    }
+    let mut groups = UnionFind::new(files);
+    for (index, imported) in graph.imports.iter().enumerate() {
+        if matters[index] {
+            for &other in imported {
+                groups.join(index, other);
+            }
+        }
+    }
+    let groups = (0..files).map(|index| groups.root(index)).collect();
+    (groups, matters)
+}
+
 fn count(flags: &[bool]) -> usize {
     flags.iter().filter(|flag| **flag).count()
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::analysis::import_lines::imported_modules_of_module;
+use crate::analysis::loader::mentions_ml_library;
 use crate::analysis::package::{FileProblem, ReadFile, read_files};
 
 /// A modification this close to the cache's own writing may be followed by
@@ -28,6 +29,8 @@ pub struct FileFacts {
     pub hash: u64,
     /// Whether it could not be read or decoded: such a file is always read.
     unreadable: bool,
+    /// Whether it mentions an ML library (the loader's first test).
+    pub mentions_ml: bool,
 }
 
 impl FileFacts {
@@ -95,6 +98,7 @@ pub fn scan(
                         modified_nanos: modified,
                         hash: file_hash(file),
                         unreadable: false,
+                        mentions_ml: mentions_ml_library(&file.text),
                     },
                     imported_modules_of_module(&file.text, name, *is_package_init),
                 ),
@@ -104,6 +108,7 @@ pub fn scan(
                         modified_nanos: modified,
                         hash: problem_hash(problem),
                         unreadable: true,
+                        mentions_ml: false,
                     },
                     Vec::new(),
                 ),

@@ -70,6 +70,9 @@ pub struct ResultCache {
     directory: PathBuf,
     /// Per readable file, a hash of everything its result depends on.
     keys: FxHashMap<String, u128>,
+    /// The readable files that can matter to a rewrite (`groups_that_matter`):
+    /// the others need no analysis.
+    matters: FxHashMap<String, bool>,
     /// The hash of the inputs every file shares.
     shared: u128,
     /// The request's files, read where they changed.
@@ -94,7 +97,7 @@ struct Stored {
     /// each readable file's key, as last worked out: with the same inputs
     /// and no file changed, the keys are these.
     shared: u128,
-    keys: HashMap<String, u128>,
+    keys: HashMap<String, (u128, bool)>,
 }
 
 /// One file's result as stored.
@@ -216,6 +219,10 @@ impl ResultCache {
             let imports = imports_of(inputs.root, &imports_entry, &scanned, &names);
             (file_keys(shared, &scanned, &names, &imports), Some(imports))
         };
+        let (keys, matters) = keys
+            .into_iter()
+            .map(|(path, (key, matters))| ((path.clone(), key), (path, matters)))
+            .unzip();
         let changed = changed || imports.is_some();
         ResultCache {
             entry,
@@ -223,6 +230,7 @@ impl ResultCache {
             imports,
             directory,
             keys,
+            matters,
             shared,
             scanned,
             root: inputs.root.to_path_buf(),
@@ -243,6 +251,31 @@ impl ResultCache {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Of `missed`, the files that cannot matter to a rewrite: their result
+    /// is empty, and stored so without an analysis (taken out of `missed`).
+    pub fn settle_files_that_cannot_matter(&mut self, missed: &mut HashSet<String>) {
+        let inert: Vec<String> = missed
+            .iter()
+            .filter(|path| self.matters.get(path.as_str()) == Some(&false))
+            .cloned()
+            .collect();
+        if inert.is_empty() {
+            return;
+        }
+        for path in &inert {
+            missed.remove(path);
+        }
+        let facts = inert
+            .into_iter()
+            .map(|relative_path| DependencyFacts {
+                relative_path,
+                decisive: false,
+                importers: Vec::new(),
+            })
+            .collect();
+        self.add(&RunOutcome::default(), facts);
     }
 
     /// Every readable file of the request, read: what an analysis needs.
@@ -400,7 +433,10 @@ impl ResultCache {
         self.stored.keys = self
             .keys
             .iter()
-            .map(|(path, key)| (path.clone(), *key))
+            .map(|(path, key)| {
+                let matters = self.matters.get(path).copied().unwrap_or(true);
+                (path.clone(), (*key, matters))
+            })
             .collect();
         let _ = self.write();
     }
@@ -561,7 +597,7 @@ fn file_keys(
     scanned: &[files::ScannedFile],
     names: &[(String, bool)],
     imports: &HashMap<String, Vec<String>>,
-) -> FxHashMap<String, u128> {
+) -> FxHashMap<String, (u128, bool)> {
     // Files that cannot be read have no key: their problems are said anew.
     let (readable, readable_names): (Vec<&files::ScannedFile>, Vec<(String, bool)>) = scanned
         .iter()
@@ -577,7 +613,9 @@ fn file_keys(
                 .map_or(&[][..], Vec::as_slice)
         })
         .collect();
-    let groups = crate::analysis::neighbourhood::import_groups(&imports, &readable_names);
+    let mentions: Vec<bool> = readable.iter().map(|file| file.facts.mentions_ml).collect();
+    let (groups, matters) =
+        crate::analysis::neighbourhood::groups_that_matter(&imports, &readable_names, &mentions);
     let mut members: FxHashMap<usize, Vec<u64>> = FxHashMap::default();
     for (file, group) in readable.iter().zip(&groups) {
         members.entry(*group).or_default().push(file.facts.hash);
@@ -599,7 +637,8 @@ fn file_keys(
     readable
         .iter()
         .zip(&groups)
-        .map(|(file, group)| (file.relative_path.clone(), group_keys[group]))
+        .zip(matters)
+        .map(|((file, group), matters)| (file.relative_path.clone(), (group_keys[group], matters)))
         .collect()
 }
 

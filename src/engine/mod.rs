@@ -75,7 +75,8 @@ fn run_with_cache(request: &RunRequest, files: &[String]) -> RunOutcome {
         codes: request.codes,
     };
     let mut cache = ResultCache::open(&inputs, files);
-    let lookup = cache.lookup(request.scope.as_ref(), request.expand_scope_to_dependents);
+    let mut lookup = cache.lookup(request.scope.as_ref(), request.expand_scope_to_dependents);
+    cache.settle_files_that_cannot_matter(&mut lookup.missed);
     let mut outcome = lookup.found;
     outcome
         .problems
