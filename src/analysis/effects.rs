@@ -673,16 +673,9 @@ fn calls_of_function<'m>(
     }
     let (function, class) = (scope.name(), scope.class);
     module
-        .scopes
-        .iter()
-        .enumerate()
-        .flat_map(|(index, caller)| {
-            caller
-                .facts
-                .calls
-                .iter()
-                .map(move |site| (index, caller, site))
-        })
+        .calls_named(function)
+        .into_iter()
+        .map(|(index, site)| (index, &module.scopes[index], site))
         .filter_map(
             |(index, caller, site)| match (site.call.func.as_ref(), class) {
                 (Expr::Name(called), None) if called.id.as_str() == function => {

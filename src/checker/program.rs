@@ -34,6 +34,8 @@ pub struct Program<'a> {
 pub struct Origin<'a> {
     pub text: &'a str,
     pub map: crate::python::edit::EditMap,
+    /// Where the original's lines start, for messages.
+    pub lines: crate::python::source::LineIndex,
 }
 
 /// A call with the scope it is made in.
@@ -299,7 +301,7 @@ impl<'a> Program<'a> {
         match &self.origin {
             Some(origin) => {
                 let at = origin.map.original_offset(offset).min(origin.text.len());
-                memchr::memchr_iter(b'\n', &origin.text.as_bytes()[..at]).count() + 1
+                origin.lines.line_of(at) + 1
             }
             None => self.module.module.source.location(offset).line,
         }

@@ -115,6 +115,7 @@ fn decide(
     let origin = candidate.rewritten.as_ref().map(|_| Origin {
         text: original,
         map: EditMap::new(original, &candidate.edits),
+        lines: crate::python::source::LineIndex::new(original),
     });
     let program = Program {
         analysis: checked,

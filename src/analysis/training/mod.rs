@@ -162,6 +162,11 @@ pub struct ModuleAnalysis<'a> {
     pub callbacks_made_elsewhere: HashSet<Range<usize>>,
     /// Facts that span the module's scopes.
     pub index: SemanticIndex,
+    /// The module's calls by the name they call (`f(...)`: `f`; `x.m(...)`:
+    /// `m`), as (scope, call) indices: built when first asked for, so that a
+    /// question about one function's callers does not walk every call of a
+    /// large module again.
+    calls_by_name: std::sync::OnceLock<HashMap<String, Vec<(usize, usize)>>>,
 }
 
 impl ModuleAnalysis<'_> {
@@ -340,6 +345,39 @@ impl<'a> Analysis<'a> {
 }
 
 impl<'a> ModuleAnalysis<'a> {
+    /// The calls of the module whose callee is named `name` (a plain name
+    /// or the attribute called), with the index of the scope making each.
+    pub fn calls_named(&self, name: &str) -> Vec<(usize, &index::CallSite<'a>)> {
+        let by_name = self.calls_by_name.get_or_init(|| {
+            let mut by_name: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+            for (scope_index, scope) in self.scopes.iter().enumerate() {
+                for (call_index, site) in scope.facts.calls.iter().enumerate() {
+                    let called = match site.call.func.as_ref() {
+                        Expr::Name(called) => called.id.as_str(),
+                        Expr::Attribute(called) => called.attr.as_str(),
+                        _ => continue,
+                    };
+                    by_name
+                        .entry(called.to_string())
+                        .or_default()
+                        .push((scope_index, call_index));
+                }
+            }
+            by_name
+        });
+        by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&(scope_index, call_index)| {
+                (
+                    scope_index,
+                    &self.scopes[scope_index].facts.calls[call_index],
+                )
+            })
+            .collect()
+    }
+
     /// The module's top level, or a function holding a training loop: code
     /// that runs once per process, on every rank.
     pub fn is_top_level_or_trains(&self, scope_index: usize) -> bool {
@@ -375,6 +413,7 @@ impl<'a> ModuleAnalysis<'a> {
             compiled_elsewhere: HashSet::new(),
             callbacks_made_elsewhere: HashSet::new(),
             index: SemanticIndex::default(),
+            calls_by_name: std::sync::OnceLock::new(),
         };
         sites::find_sites(package, &mut analysis);
         analysis

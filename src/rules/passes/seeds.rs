@@ -359,7 +359,7 @@ fn reseed_after_split(
         &call_text[..seed_in_call.start],
         &call_text[seed_in_call.end..]
     );
-    let split_line = rewrite.text[..split.start].matches('\n').count() + 1;
+    let split_line = rewrite.module.module.source.line_index.line_of(split.start) + 1;
     let message = format!(
         "the fixed seed `{seed_text}` also draws, at line {split_line} before training, what every worker must share (the data, or its train/test split): it is kept, and `{reseed}` after that makes the batches each worker draws differ; the initial weights, which may differ, are made equal by the broadcast"
     );
