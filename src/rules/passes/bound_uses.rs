@@ -19,6 +19,86 @@ pub fn follow_divided_bound(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, 
     divide_later_ranges(rewrite, loop_statement, bound);
 }
 
+/// `generations` bounds the loop, which records a value every `eval_every`
+/// steps, and `range(0, generations, eval_every)` after it numbers the
+/// records. The records and the range agree only when the loop runs a whole
+/// number of `eval_every`s, so the name is bound again before the loop to
+/// each worker's share, rounded down to one (at least one):
+/// `generations = max(eval_every, generations // hvd.size() // eval_every *
+/// eval_every)`; every later use reads it. Returns whether it did.
+pub fn rebind_for_recorded_steps(
+    rewrite: &mut ModuleRewrite,
+    loop_statement: &Stmt,
+    bound: &Expr,
+) -> bool {
+    let Expr::Name(name) = bound else {
+        return false;
+    };
+    let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
+    let Some(step) = step_of_later_range(rewrite, scope, loop_statement, bound) else {
+        return false;
+    };
+    // Before the outermost loop around this one, which must not assign the name.
+    let outermost = crate::analysis::walk::path_to(scope.body, &span(loop_statement))
+        .and_then(|path| {
+            path.into_iter()
+                .find(|statement| crate::analysis::walk::is_loop(statement))
+        })
+        .unwrap_or(loop_statement);
+    let assigned_inside = scope.facts.assignments.iter().any(|assignment| {
+        assignment.name == name.id.as_str() && {
+            let at = span(assignment.statement);
+            span(outermost).start <= at.start && at.end <= span(outermost).end
+        }
+    });
+    if assigned_inside || !rewrite.owns_its_lines(&span(outermost)) {
+        return false;
+    }
+    let size = rewrite.horovod_call("size");
+    let name = name.id.as_str();
+    rewrite.insert_before_statement(
+        &span(outermost),
+        &[format!(
+            "{name} = max({step}, {name} // {size} // {step} * {step})  # this worker's share, whole `{step}`s"
+        )],
+    );
+    true
+}
+
+/// The step of a `range(start, bound, step)` after the loop, in its scope,
+/// that is not a `for` loop of its own.
+fn step_of_later_range(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    loop_statement: &Stmt,
+    bound: &Expr,
+) -> Option<String> {
+    let bound_text = rewrite.expression_text(bound);
+    let loop_end = span(loop_statement).end;
+    let mut step = None;
+    for stmt in &scope.facts.statements {
+        if span(*stmt).start < loop_end || step.is_some() {
+            continue;
+        }
+        let iterated = match stmt {
+            Stmt::For(node) => Some(span(node.iter.as_ref())),
+            _ => None,
+        };
+        walk_statement_expressions(stmt, &mut |expr| {
+            if let Expr::Call(call) = expr
+                && iterated.as_ref() != Some(&span(expr))
+                && matches!(call.func.as_ref(), Expr::Name(range) if range.id.as_str() == "range")
+                && let [_, stop, by] = call.args.as_slice()
+                && rewrite.expression_text(stop) == bound_text
+                && step.is_none()
+            {
+                step = Some(rewrite.expression_text(by).to_string());
+            }
+        });
+    }
+    step
+}
+
 /// `eval_indices = range(0, generations, eval_every)` after a loop whose
 /// bound `generations` was divided: it indexes what the loop recorded, so
 /// it is divided too (undivided, it is longer than the records, and a plot

@@ -128,7 +128,8 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         return WorkSplit::Sharded;
     }
     let unshardable = super::sharding::why_not_shardable(rewrite, scope, iterable);
-    report_unsplit_loop(rewrite, &for_loop.iter, unshardable);
+    let pipeline = super::sharding::is_pipeline(rewrite, scope, iterable);
+    report_unsplit_loop(rewrite, &for_loop.iter, unshardable, pipeline);
     WorkSplit::NotSplit
 }
 
@@ -268,6 +269,9 @@ fn divide_bound(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, bound: &Expr
     if rewrite.uses_worker_count(bound) {
         return;
     }
+    if super::bound_uses::rebind_for_recorded_steps(rewrite, loop_statement, bound) {
+        return;
+    }
     rewrite.divide_expression(bound);
     super::bound_uses::follow_divided_bound(rewrite, loop_statement, bound);
 }
@@ -286,17 +290,29 @@ fn is_integer_literal(expr: &Expr, value: u32) -> bool {
     literal_value(expr) == Some(value.to_string())
 }
 
-fn report_unsplit_loop(rewrite: &mut ModuleRewrite, iterable: &Expr, unshardable: Option<String>) {
+fn report_unsplit_loop(
+    rewrite: &mut ModuleRewrite,
+    iterable: &Expr,
+    unshardable: Option<String>,
+    pipeline: bool,
+) {
     let iterable_text = rewrite.expression_text(iterable).to_string();
+    let pipeline = pipeline || unshardable.is_some();
     let why = unshardable.map_or_else(
         || "nothing the tool can shard or divide bounds it".to_string(),
         |reason| format!("{reason}, and no step count bounds it"),
     );
-    let suggestion = format!(
-        "shard the dataset with `.shard({0}, {1})` before batching, or iterate `.take(<steps> // {0})`",
-        rewrite.horovod_call("size"),
-        rewrite.horovod_call("rank")
-    );
+    let (size, rank) = (rewrite.horovod_call("size"), rewrite.horovod_call("rank"));
+    // A tf.data pipeline is sharded; a Python sequence or generator is cut.
+    let suggestion = if pipeline {
+        format!(
+            "shard the dataset with `.shard({size}, {rank})` before batching, or iterate `.take(<steps> // {size})`"
+        )
+    } else {
+        format!(
+            "walk this worker's share of what the loop iterates (`items[{rank}::{size}]`, cut to the same count on every worker), or bound the loop by a step count (`for step in range(<steps>)`), which the tool divides"
+        )
+    };
     rewrite.diagnose(
         Diagnostic::new(
             DATASET_NOT_SHARDED,

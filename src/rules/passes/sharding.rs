@@ -276,6 +276,12 @@ fn shuffled_upstream(rewrite: &ModuleRewrite, scope: &Scope, source: &Range<usiz
         })
 }
 
+/// Whether `dataset` is (or names) a tf.data pipeline the tool can trace
+/// to its source, shardable or not.
+pub fn is_pipeline(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
+    pipeline_source(rewrite, scope, dataset).is_some()
+}
+
 /// Whether `dataset` is (or names) a tf.data pipeline whose source can be sharded.
 pub fn is_shardable(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
     pipeline_source(rewrite, scope, dataset).is_some_and(|source| {
@@ -436,9 +442,17 @@ impl<'a> FactoryCall<'a> {
         &self.module.scopes[self.scope_index]
     }
 
-    /// The calls of the pipeline the function returns, through its names.
+    /// The calls of the pipeline the function returns (for the name taken,
+    /// when the result is unpacked), through its names.
     fn chain(&self) -> Vec<(&'a str, &'a ast::ExprCall)> {
-        self.scope().chain_through_names(self.returned)
+        let returned = match (self.position, self.returned) {
+            (Some(index), Expr::Tuple(tuple)) => match tuple.elts.get(index) {
+                Some(element) => element,
+                None => return Vec::new(),
+            },
+            (_, returned) => returned,
+        };
+        self.scope().chain_through_names(returned)
     }
 
     /// Whether what it returns starts at a catalogued tf.data source.

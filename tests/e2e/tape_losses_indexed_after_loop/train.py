@@ -5,8 +5,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-generations = 60
-eval_every = 5
+generations = 70
+eval_every = 2
 features = np.random.default_rng(11).normal(size=(600, 4)).astype("float32")
 labels = (features @ np.array([[1.0], [-2.0], [0.5], [3.0]], dtype="float32")).astype("float32")
 
