@@ -172,7 +172,20 @@ pub fn run(rewrite: &mut ModuleRewrite) {
         && !rewrite.learning_rates.warmup_added
         && !rewrite.had_horovod
     {
-        let suggestion = rewrite.plugin.warmup_suggestion(&rewrite.hvd);
+        // A schedule sets the rate at every step: Horovod's warm-up callback,
+        // which sets the optimizer's rate, cannot ramp it.
+        let scaled_schedule = rewrite.module.scopes.iter().any(|scope| {
+            scope.facts.call_at(&range).is_some_and(|site| {
+                matches!(
+                    rewrite.library_class_of_call(scope, site.call),
+                    Some(LibraryClass::Schedule(_))
+                )
+            })
+        });
+        let suggestion = match scaled_schedule {
+            true => "the scaled rate comes from a schedule, which sets the rate at every step (a warm-up callback cannot ramp it): start the schedule from the single-worker rate and ramp it up over its first steps (a schedule of your own that wraps it)".to_string(),
+            false => rewrite.plugin.warmup_suggestion(&rewrite.hvd),
+        };
         rewrite.diagnose(
             Diagnostic::new(
                 LEARNING_RATE_WITHOUT_WARMUP,

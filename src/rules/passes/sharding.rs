@@ -679,9 +679,25 @@ fn why_not_shardable_within(
         _ => return None,
     };
     let step = factory.per_process_order(rewrite)?;
+    let function = rewrite.expression_text(&factory.call.func);
+    // Why not inside it, before its shuffle: it builds other datasets too,
+    // or belongs to another module.
+    let inside = match factory.local_scope(rewrite) {
+        Some(local)
+            if !builds_one_dataset(rewrite, local.name())
+                && !others_only_validate_fits(rewrite, local.name(), factory.call) =>
+        {
+            format!(
+                ", and `{function}` builds the evaluation data too, which a shard inside it would split"
+            )
+        }
+        None => {
+            format!(", and `{function}` belongs to another module, which the rewrite does not edit")
+        }
+        Some(_) => String::new(),
+    };
     Some(format!(
-        "the pipeline `{}` returns is shuffled in each process its own way, by {step}, so shards of it would overlap",
-        rewrite.expression_text(&factory.call.func)
+        "the pipeline `{function}` returns is shuffled in each process its own way, by {step}, so shards of it would overlap{inside}"
     ))
 }
 
