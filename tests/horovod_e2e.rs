@@ -105,6 +105,7 @@ e2e_cases!(
     tape_encoder_then_head,
     tape_characters_from_a_set,
     tf1_zip_of_arrays,
+    tape_epochs_over_shuffled_helper,
     keras_fit_windowed_series,
     keras_fit_list_files_unsafe,
     estimator_graph_seed,

@@ -34,7 +34,11 @@ pub const STEPS_DIFFER_PER_WORKER: Code = Code::new(
     "Training steps run once per environment step inside a `while` loop that ends with the episode: each worker would take as many gradient allreduces as its own episodes last, so the module is left as written.",
 );
 
-pub const CODES: &[Code] = &[DATASET_NOT_SHARDED, STEPS_DIFFER_PER_WORKER];
+pub const CODES: &[Code] = &[
+    DATASET_NOT_SHARDED,
+    STEPS_DIFFER_PER_WORKER,
+    super::epochs::EPOCHS_DIVIDED,
+];
 
 /// How the work of one training loop was split among the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +132,15 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         return WorkSplit::Sharded;
     }
     let unshardable = super::sharding::why_not_shardable(rewrite, scope, iterable);
+    if super::epochs::divide_epochs_instead(
+        rewrite,
+        scope,
+        loop_statement,
+        iterable,
+        unshardable.is_some(),
+    ) {
+        return WorkSplit::Divided;
+    }
     let pipeline = super::sharding::is_pipeline(rewrite, scope, iterable);
     report_unsplit_loop(rewrite, &for_loop.iter, unshardable, pipeline);
     WorkSplit::NotSplit
@@ -166,7 +179,11 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
         return false;
     }
     let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
+    let ordered_per_process =
+        super::sharding::why_not_shardable(rewrite, scope, iterable).is_some();
     !(rewrite.options.shard_datasets && is_shardable(rewrite, scope, iterable))
+        && super::epochs::epoch_loop_around(scope, loop_statement, iterable, ordered_per_process)
+            .is_none()
 }
 
 /// Whether the loop counts steps (a step limit, or `range(...)` that is not a
@@ -183,7 +200,7 @@ fn counts_steps(loop_statement: &Stmt, limits: &[&Expr]) -> bool {
 }
 
 /// `x` in `enumerate(x)`, `enumerate(x, 1)` or `x.enumerate()`; the iterable itself otherwise.
-fn unwrap_enumerate(iterable: &Expr) -> &Expr {
+pub(super) fn unwrap_enumerate(iterable: &Expr) -> &Expr {
     if let Expr::Call(call) = iterable
         && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
         && let Some(inner) = call.args.first()
@@ -202,7 +219,7 @@ fn unwrap_enumerate(iterable: &Expr) -> &Expr {
 }
 
 /// The arguments of `range(...)` / `xrange(...)` with one to three arguments.
-fn range_bound(iterable: &Expr) -> Option<&ast::ExprCall> {
+pub(super) fn range_bound(iterable: &Expr) -> Option<&ast::ExprCall> {
     let Expr::Call(call) = iterable else {
         return None;
     };
@@ -223,7 +240,11 @@ fn take_count(iterable: &Expr) -> Option<&Expr> {
 /// worker runs 1/N of the iterations: `range(1, n + 1)` becomes
 /// `range(1, max(1, n // N) + 1)`; other starts keep their start and run
 /// `max(1, (b - a) // N)` past it.
-fn divide_range(rewrite: &mut ModuleRewrite, loop_statement: &Stmt, range: &ast::ExprCall) {
+pub(super) fn divide_range(
+    rewrite: &mut ModuleRewrite,
+    loop_statement: &Stmt,
+    range: &ast::ExprCall,
+) {
     let (start, stop) = match range.args.as_slice() {
         [stop] => (None, stop),
         [start, stop, ..] => (Some(start), stop),
