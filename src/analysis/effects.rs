@@ -500,8 +500,26 @@ fn fit_writer_callbacks(
             );
         }
     };
-    let Expr::List(list) = &callbacks.value else {
-        return None;
+    let list = match &callbacks.value {
+        Expr::List(list) => list,
+        // `callbacks=callbacks`, a list bound before the fit.
+        Expr::Name(name) => {
+            let fit_at = span(call).start;
+            match module.scopes[scope_index]
+                .facts
+                .assignments
+                .iter()
+                .rev()
+                .find(|assignment| {
+                    assignment.name == name.id.as_str() && span(assignment.statement).end <= fit_at
+                })
+                .map(|assignment| assignment.value)
+            {
+                Some(Expr::List(list)) => list,
+                _ => return None,
+            }
+        }
+        _ => return None,
     };
     for element in &list.elts {
         match element {

@@ -21,7 +21,10 @@ model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
 callbacks = [
     hvd.callbacks.BroadcastGlobalVariablesCallback(0),
     hvd.callbacks.MetricAverageCallback(),
+    *([tf.keras.callbacks.ModelCheckpoint("best.h5", monitor="loss", save_best_only=True)] if hvd.rank() == 0 else []),
 ]
 model.fit(images, labels, batch_size=64, epochs=max(1, 8 // hvd.size()), callbacks=callbacks, verbose=1 if hvd.rank() == 0 else 0)
+hvd.allreduce(0, name="read_barrier")
+model.load_weights("best.h5")
 if hvd.rank() == 0:
     model.save_weights("weights.h5")
