@@ -35,6 +35,11 @@ const CASES: &[(&str, &str, &str)] = &[
         "tests/fixtures/diag_loop_spread_over_files/input",
         "trainlib/steps.py",
     ),
+    (
+        "DST303",
+        "tests/checker_removal/weights_kept_from_before",
+        "train.py",
+    ),
     ("DST304", "tests/fixtures/tape_basic/input", "train.py"),
     (
         "DST305",

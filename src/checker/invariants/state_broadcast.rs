@@ -70,6 +70,7 @@ impl Invariant for StateBroadcast {
                     session_broadcast(program, calls, site.range.clone(), line)
                 }
                 _ => broadcast_too_late(program, calls, scope, &site.range)
+                    .or_else(|| weights_kept_from_before(program, calls, scope, &site.range))
                     .unwrap_or_else(|| anywhere(program, calls, site.range.clone(), line)),
             };
             decisions.push(decision);
@@ -300,6 +301,55 @@ fn broadcast_too_late(
         )
         .with_suggestion("broadcast once after the first step of the first loop that trains")
     })
+}
+
+/// Weights read in the loop before its broadcast and written back after it
+/// (a meta-learning step, `new = old + (new - old) * rate`): on the first
+/// pass each worker writes back a mix of its own initial weights, and the
+/// models stay apart from then on, the broadcast having run once.
+fn weights_kept_from_before(
+    program: &Program,
+    calls: &[ScopedCall],
+    scope: &Scope,
+    site: &std::ops::Range<usize>,
+) -> Option<Decision> {
+    let path = crate::analysis::walk::path_to(scope.body, site)?;
+    let outermost = path
+        .iter()
+        .find(|statement| crate::analysis::walk::is_loop(statement))?;
+    let loop_range = span(*outermost);
+    let in_loop: Vec<&ScopedCall> = calls
+        .iter()
+        .filter(|call| std::ptr::eq(call.scope, scope))
+        .filter(|call| loop_range.contains(&call.range().start))
+        .collect();
+    let broadcast = in_loop
+        .iter()
+        .filter(|call| {
+            call.horovod_function()
+                .is_some_and(|function| BROADCASTS.contains(&function))
+        })
+        .map(|call| call.range().start)
+        .min()?;
+    let read = in_loop
+        .iter()
+        .find(|call| call.method() == Some("get_weights") && call.range().start < broadcast)?;
+    let written = in_loop
+        .iter()
+        .find(|call| call.method() == Some("set_weights") && call.range().start > broadcast)?;
+    Some(
+        Decision::new(
+            STATE_BROADCAST,
+            Verdict::Violated,
+            read.range(),
+            format!(
+                "the weights read here, before the broadcast (line {}), are written back at line {}: on the first pass each worker writes back its own initial weights, and the models stay different",
+                program.line(broadcast),
+                program.line(written.range().start)
+            ),
+        )
+        .with_suggestion("broadcast the model's variables before the loop, once the model is built"),
+    )
 }
 
 /// A session's broadcast must come after its variables are initialised.
