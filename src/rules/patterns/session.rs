@@ -397,6 +397,7 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     let train_ops = train_op_names(rewrite);
     let mut divided = HashSet::new();
+    let mut step_methods: Vec<(String, String)> = Vec::new();
     let module_sessions = module.scopes[0].facts.session_names();
     for scope in &module.scopes {
         let mut sessions = scope.facts.session_names();
@@ -417,6 +418,17 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
         for (stmt, call, receiver) in run_calls(scope) {
             let trains = train_ops.is_empty() || runs_a_train_op(call, &train_ops);
             if !sessions.contains(receiver.as_str()) {
+                // A model class's method running its train op on the session
+                // the instance holds (`self.sess.run([self.cost, self.optimizer])`):
+                // each call is one step, so the loop calling it is divided.
+                if let Some(class) = scope.class
+                    && receiver.starts_with("self.")
+                    && !train_ops.is_empty()
+                    && trains
+                {
+                    step_methods.push((class.name.to_string(), scope.name().to_string()));
+                    continue;
+                }
                 if scope.parameters.contains(&receiver) && trains {
                     // Its steps are not divided: the rate must stay as written.
                     rewrite.learning_rates.leave_rates();
@@ -441,6 +453,146 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
             }
         }
     }
+    divide_loops_calling_step_methods(rewrite, &step_methods, &mut divided);
+}
+
+/// Divides the loops that call a step method of a model class on one of its
+/// instances (`m1 = Model(sess, "m1")`, then `m1.train(x, y)` per batch). An
+/// instance walked from a list of them (an ensemble, `for m in models`)
+/// divides the loop around that walk: every worker trains every model, on
+/// its share of the batches. A call the tool cannot tie to an instance
+/// leaves the rate as written, its steps not divided.
+fn divide_loops_calling_step_methods(
+    rewrite: &mut ModuleRewrite,
+    step_methods: &[(String, String)],
+    divided: &mut HashSet<std::ops::Range<usize>>,
+) {
+    if step_methods.is_empty() {
+        return;
+    }
+    let module = rewrite.module;
+    let classes: HashSet<&str> = step_methods
+        .iter()
+        .map(|(class, _)| class.as_str())
+        .collect();
+    let methods: HashSet<&str> = step_methods
+        .iter()
+        .map(|(_, method)| method.as_str())
+        .collect();
+    let made_by_class = |expr: &Expr| {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            if let Expr::Call(call) = inner
+                && let Some(callee) = dotted_name(&call.func)
+            {
+                found |= classes.contains(callee.rsplit('.').next().unwrap_or_default());
+            }
+        });
+        found
+    };
+    // Names bound to an instance, or to a list of them, anywhere in the module.
+    let mut instances: HashSet<String> = HashSet::new();
+    for scope in &module.scopes {
+        for assignment in &scope.facts.assignments {
+            if made_by_class(assignment.value) {
+                instances.insert(assignment.name.clone());
+            }
+        }
+        for (_, call) in calls_in_scope(scope) {
+            if let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == "append"
+                && call
+                    .args
+                    .first()
+                    .is_some_and(|argument| made_by_class(argument))
+                && let Some(list) = dotted_name(&attribute.value)
+            {
+                instances.insert(list);
+            }
+        }
+    }
+    let mut untied: Option<(std::ops::Range<usize>, String)> = None;
+    for scope in module.scopes.iter().filter(|scope| scope.class.is_none()) {
+        for (stmt, call) in calls_in_scope(scope) {
+            let Expr::Attribute(attribute) = call.func.as_ref() else {
+                continue;
+            };
+            if !methods.contains(attribute.attr.as_str()) {
+                continue;
+            }
+            let untied_call = (span(call), attribute.attr.to_string());
+            let Some(receiver) = dotted_name(&attribute.value) else {
+                untied.get_or_insert(untied_call);
+                continue;
+            };
+            let Some(path) = path_to(scope.body, &span(stmt)) else {
+                continue;
+            };
+            let loops: Vec<&Stmt> = path
+                .iter()
+                .rev()
+                .filter(|stmt| is_loop(stmt))
+                .copied()
+                .collect();
+            let target = if instances.contains(&receiver) {
+                loops.first().copied()
+            } else if let Some((walk, outer)) = loops.split_first()
+                && walks_instances(walk, &receiver, &instances)
+            {
+                outer.first().copied()
+            } else {
+                untied.get_or_insert(untied_call);
+                continue;
+            };
+            match target {
+                Some(target) => {
+                    if divided.insert(span(target)) {
+                        divide_loop_steps(rewrite, target);
+                    }
+                }
+                None => {
+                    untied.get_or_insert(untied_call);
+                }
+            }
+        }
+    }
+    if let Some((call, method)) = untied {
+        rewrite.learning_rates.leave_rates();
+        rewrite.diagnose(
+            Diagnostic::new(
+                crate::rules::passes::loop_steps::DATASET_NOT_SHARDED,
+                call,
+                format!("this `{method}` runs a training step of a model class on an object the tool cannot tie to an instance of it: the loop around it is not divided, every worker runs all of its steps, and the learning rate was left as written"),
+            )
+            .with_suggestion("call the method on a name bound to the instance (`model = Model(...)`), or divide the step count yourself with `// hvd.size()`"),
+        );
+    }
+}
+
+/// Whether a loop binds `receiver` to the elements of a list of instances
+/// (`for m in models`, `for index, m in enumerate(models)`).
+fn walks_instances(walk: &Stmt, receiver: &str, instances: &HashSet<String>) -> bool {
+    let Stmt::For(walk) = walk else {
+        return false;
+    };
+    let iterated = match walk.iter.as_ref() {
+        Expr::Call(call) if dotted_name(&call.func).as_deref() == Some("enumerate") => {
+            call.args.first()
+        }
+        other => Some(other),
+    };
+    let binds_receiver = match walk.target.as_ref() {
+        Expr::Name(name) => name.id.as_str() == receiver,
+        Expr::Tuple(tuple) => tuple
+            .elts
+            .iter()
+            .any(|element| matches!(element, Expr::Name(name) if name.id.as_str() == receiver)),
+        _ => false,
+    };
+    binds_receiver
+        && iterated
+            .and_then(dotted_name)
+            .is_some_and(|list| instances.contains(&list))
 }
 
 /// Names (dotted, `self.train_op` too) assigned an optimizer step:
