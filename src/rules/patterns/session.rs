@@ -501,10 +501,7 @@ fn divide_loops_calling_step_methods(
         for (_, call) in calls_in_scope(scope) {
             if let Expr::Attribute(attribute) = call.func.as_ref()
                 && attribute.attr.as_str() == "append"
-                && call
-                    .args
-                    .first()
-                    .is_some_and(|argument| made_by_class(argument))
+                && call.args.first().is_some_and(&made_by_class)
                 && let Some(list) = dotted_name(&attribute.value)
             {
                 instances.insert(list);
