@@ -37,7 +37,13 @@ impl SplitFacts {
         let helpers = equal_shard_helpers(program);
         // The names divided (`TOTAL_STEPS` of `TOTAL_STEPS // hvd.size()`).
         let mut divided_names = Vec::new();
-        for scope in &program.module.scopes {
+        // A shard helper's own shard and count split nothing until applied.
+        for scope in program
+            .module
+            .scopes
+            .iter()
+            .filter(|scope| scope.function.is_none() || !helpers.contains(&scope.name()))
+        {
             for statement in &scope.facts.statements {
                 walk_statement_expressions(statement, &mut |expr| match expr {
                     Expr::BinOp(operation) => {
@@ -75,8 +81,9 @@ impl SplitFacts {
                         }
                     }
                     Expr::Call(call)
-                        if is_shard_by_workers(program, scope, call)
-                            || applies_helper(call, &helpers) =>
+                        if (is_shard_by_workers(program, scope, call)
+                            || applies_helper(call, &helpers))
+                            && !shards_a_peek(call) =>
                     {
                         facts.shards.push(span(expr))
                     }
@@ -131,6 +138,24 @@ impl SplitFacts {
     pub fn splits(&self) -> bool {
         !self.shards.is_empty() || !self.divisions.is_empty() || !self.shares.is_empty()
     }
+}
+
+/// A shard of `ds.take(n)` with n of ten or fewer (`for batch in
+/// ds.take(1).shard(...)`): a look at the first batches, which splits no
+/// work the optimizer does.
+fn shards_a_peek(shard: &ast::ExprCall) -> bool {
+    let Expr::Attribute(attribute) = shard.func.as_ref() else {
+        return false;
+    };
+    let Expr::Call(inner) = attribute.value.as_ref() else {
+        return false;
+    };
+    matches!(inner.func.as_ref(), Expr::Attribute(take) if take.attr.as_str() == "take")
+        && matches!(
+            inner.args.first(),
+            Some(Expr::Constant(constant))
+                if matches!(&constant.value, ast::Constant::Int(count) if *count <= 10.into())
+        )
 }
 
 /// `[hvd.rank():...:hvd.size()]`: every N-th item from the worker's rank.

@@ -326,6 +326,26 @@ fn rate_follows_split() {
                     &format!("{optimizer}for step in range(100):\n    pass\n"),
                 ),
             ),
+            (
+                "scaled, only a look at the first batch sharded by a helper",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    &format!(
+                        "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n\nds = tf.data.Dataset.range(100).batch(10)\nfor batch in ds.take(1).apply(equal_shard):\n    print(batch)\n{optimizer}for x in ds:\n    pass\n"
+                    ),
+                ),
+            ),
+            (
+                "scaled, the training stream sharded by a helper",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "def equal_shard(dataset):\n    count = tf.data.experimental.cardinality(dataset)\n    return dataset.shard(hvd.size(), hvd.rank()).take(count // hvd.size())\n\nds = tf.data.Dataset.range(100).apply(equal_shard).batch(10)\n{optimizer}for x in ds:\n    pass\n"
+                    ),
+                ),
+            ),
         ],
     );
     // The split made in another module of the package counts.

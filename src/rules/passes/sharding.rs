@@ -117,6 +117,13 @@ fn examples_taken_from(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option
         if attribute.attr.as_str() != "take" || span(site.call).start < source.end {
             return None;
         }
+        // The cut goes on under a name the training reads; a `take` iterated
+        // or peeked at (`for batch in ds.take(1)`) only looks at the data.
+        let continues_pipeline = matches!(site.statement, Stmt::Assign(_) | Stmt::AnnAssign(_))
+            && !is_peek_count(site.call);
+        if !continues_pipeline {
+            return None;
+        }
         let expr = Expr::Call(site.call.clone());
         let chain = builder.chain_through_names(&expr);
         let from_source = chain.iter().position(|(_, call)| span(*call) == *source)?;
@@ -129,6 +136,16 @@ fn examples_taken_from(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option
         (!reordered).then(|| span(site.call))
     });
     cuts.next()
+}
+
+/// `take(n)` of ten or fewer: a look at the first batches, not the data a
+/// job trains on.
+fn is_peek_count(take: &ast::ExprCall) -> bool {
+    matches!(
+        take.args.first(),
+        Some(Expr::Constant(constant))
+            if matches!(&constant.value, ast::Constant::Int(count) if *count <= 10.into())
+    )
 }
 
 /// The call at a source's range, with the scope whose statements hold it.
