@@ -350,16 +350,36 @@ pub fn read_before_rank_zero_write(
     if module.index.is_under_rank_zero(&span(read.statement)) {
         return None;
     }
-    let entry = of_call(analysis, module, scope_index, read.call).entry()?;
-    let read_effect = entry.find(|effect| matches!(effect, Effect::Reads { .. }))?;
-    if entry.has(|effect| {
-        matches!(effect, Effect::Writes { .. }) && happens_on_storage(effect, read.call)
-    }) {
-        return None;
-    }
-    let read_tokens = path_argument(read_effect, read.call)
-        .map(path_tokens)
-        .unwrap_or_default();
+    let read_tokens = match of_call(analysis, module, scope_index, read.call).entry() {
+        Some(entry) => {
+            let read_effect = entry.find(|effect| matches!(effect, Effect::Reads { .. }))?;
+            if entry.has(|effect| {
+                matches!(effect, Effect::Writes { .. }) && happens_on_storage(effect, read.call)
+            }) {
+                return None;
+            }
+            path_argument(read_effect, read.call)
+                .map(path_tokens)
+                .unwrap_or_default()
+        }
+        // A package function that reads (`display_image(epoch)` opening the
+        // picture a training helper saved), and writes nothing itself.
+        None => {
+            let callee = resolved_callee(analysis, module, scope_index, &read.call.func)?;
+            let effects = &analysis.effects;
+            if [&effects.every_rank, &effects.rank_zero_writes]
+                .iter()
+                .any(|summaries| {
+                    summaries
+                        .get(&callee)
+                        .is_some_and(|reached| !reached.is_empty())
+                })
+            {
+                return None;
+            }
+            package_function_reads(analysis, &callee)?
+        }
+    };
     let related = |tokens: &[String]| {
         read_tokens.is_empty()
             || tokens.is_empty()
@@ -384,6 +404,46 @@ pub fn read_before_rank_zero_write(
         }
     }
     last_write
+}
+
+/// The path tokens of what a package function reads by its own catalogued
+/// calls (`PIL.Image.open(...)` in `display_image`); `None` when it reads
+/// nothing the catalogue knows, or only paths built from its own names
+/// (a parameter `path`), which say nothing at the call.
+fn package_function_reads(analysis: &Analysis, callee: &str) -> Option<Vec<String>> {
+    use crate::analysis::training::effect_summaries::{path_argument, path_tokens};
+    let (module, index) = analysis.modules.iter().find_map(|module| {
+        module
+            .scopes
+            .iter()
+            .position(|scope| scope.function.is_some() && scope.qualified_name == callee)
+            .map(|index| (module, index))
+    })?;
+    let scope = &module.scopes[index];
+    let own_name = |token: &String| {
+        scope.parameters.contains(token)
+            || scope
+                .facts
+                .assignments
+                .iter()
+                .any(|assignment| &assignment.name == token)
+    };
+    let mut tokens = Vec::new();
+    for site in &scope.facts.calls {
+        let Some(entry) = of_call(analysis, module, index, site.call).entry() else {
+            continue;
+        };
+        if let Some(read) = entry.find(|effect| matches!(effect, Effect::Reads { .. })) {
+            tokens.extend(
+                path_argument(read, site.call)
+                    .map(path_tokens)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|token| !own_name(token)),
+            );
+        }
+    }
+    (!tokens.is_empty()).then_some(tokens)
 }
 
 /// The path tokens of a write rank 0 alone makes at this call, directly or

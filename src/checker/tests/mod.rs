@@ -524,6 +524,22 @@ fn rank_zero_writes() {
                 ),
             ),
             (
+                "a picture saved on rank 0 by one helper, opened by another on every rank",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    "from PIL import Image\ndef save(picture, epoch):\n    if hvd.rank() == 0:\n        picture.save('sample_%03d.png' % epoch)\ndef show(epoch):\n    return Image.open('sample_%03d.png' % epoch)\nsave(Image.new('RGB', (4, 4)), 3)\nshow(3)\n",
+                ),
+            ),
+            (
+                "the same, with a barrier between",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "from PIL import Image\ndef save(picture, epoch):\n    if hvd.rank() == 0:\n        picture.save('sample_%03d.png' % epoch)\ndef show(epoch):\n    return Image.open('sample_%03d.png' % epoch)\nsave(Image.new('RGB', (4, 4)), 3)\nhvd.allreduce(tf.constant(0))\nshow(3)\n",
+                ),
+            ),
+            (
                 "save of an unknown object",
                 Verdict::Unknown,
                 &with(HEADER, "def report(thing):\n    thing.save('out')\n"),
