@@ -99,6 +99,67 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
     }
 }
 
+/// `fit(x, y, **fit_config)`: a step count in the dict is divided by the
+/// merge `callbacks::rewrite_unpacked_fit` writes; a dataset is sharded; the
+/// epochs of a fit on arrays are divided in the dict literal itself.
+/// Otherwise the rate stays as written, and DST101 says why.
+pub(super) fn divide_steps_of_unpacked_fit(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+    unpacked: &Expr,
+) {
+    if rewrite.had_horovod {
+        return;
+    }
+    let dict = rewrite.expression_text(unpacked).to_string();
+    let why = match super::optimizer::dict_entries(&rewrite.module.scopes[0], scope, unpacked) {
+        Some(entries) => {
+            let entry = |name: &str| {
+                entries
+                    .iter()
+                    .find(|(key, _)| key == name)
+                    .map(|(_, value)| *value)
+            };
+            let is_none = |value: &Expr| {
+                matches!(
+                    value,
+                    Expr::Constant(ast::ExprConstant {
+                        value: ast::Constant::None,
+                        ..
+                    })
+                )
+            };
+            if entry("steps_per_epoch").is_some_and(|steps| !is_none(steps)) {
+                return;
+            }
+            if !rewrite.calls_method("shard")
+                && rewrite.options.shard_datasets
+                && let Some(data) = fit.args.first()
+                && shard_dataset(rewrite, scope, data)
+            {
+                return;
+            }
+            if divide_epochs_of_arrays_at(rewrite, scope, fit, entry("epochs")) {
+                return;
+            }
+            format!("`{dict}` holds no step count or epochs the tool can divide")
+        }
+        None => format!("its arguments come from `**{dict}`, which the tool cannot read"),
+    };
+    rewrite.learning_rates.leave_rate_of_fit(span(fit));
+    rewrite.diagnose(
+        Diagnostic::new(
+            DATASET_NOT_SHARDED,
+            span(fit),
+            format!("this fit may run all of its steps on every worker: {why}, so more workers may bring no speed-up; the learning rate was left as written"),
+        )
+        .with_suggestion(format!(
+            "give the fit `epochs=` or `steps_per_epoch=` itself, or build `{dict}` as a dict literal in this scope"
+        )),
+    );
+}
+
 /// `fit(x, y, epochs=n)` on in-memory arrays: each worker runs `n // N`
 /// epochs over its data, as Horovod's own Keras examples do. Returns whether
 /// it divided them.
@@ -106,6 +167,20 @@ fn divide_epochs_of_arrays(
     rewrite: &mut ModuleRewrite,
     scope: &Scope,
     fit: &ast::ExprCall,
+) -> bool {
+    let epochs = keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.get(3));
+    divide_epochs_of_arrays_at(rewrite, scope, fit, epochs)
+}
+
+/// The same, with the epochs written where `epochs` is (in the fit, or in
+/// the dict it unpacks).
+fn divide_epochs_of_arrays_at(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+    epochs: Option<&Expr>,
 ) -> bool {
     let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
     // `fit(x)` alone may be of a dataset or a generator; of arrays when the
@@ -117,9 +192,6 @@ fn divide_epochs_of_arrays(
     if !has_labels && !arrays_alone {
         return false;
     }
-    let epochs = keyword(fit, "epochs")
-        .map(|keyword| &keyword.value)
-        .or_else(|| fit.args.get(3));
     // One epoch (written out, or a name assigned 1) stays one when divided.
     match epochs {
         Some(epochs) if literal_int(rewrite, scope, epochs) != Some(1) => {

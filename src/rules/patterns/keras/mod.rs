@@ -323,9 +323,13 @@ fn divide_steps_of_fits(rewrite: &mut ModuleRewrite, fits: &[&TrainingSite]) {
         if let Some((_, fit)) = find_call(scope, &site.range)
             && matches!(fit.func.as_ref(), Expr::Attribute(attribute)
                 if library::is_keras_fit_method(attribute.attr.as_str()))
-            && fit.keywords.iter().all(|keyword| keyword.arg.is_some())
         {
-            fit_split::divide_steps(rewrite, scope, fit);
+            match fit.keywords.iter().find(|keyword| keyword.arg.is_none()) {
+                None => fit_split::divide_steps(rewrite, scope, fit),
+                Some(unpacked) => {
+                    fit_split::divide_steps_of_unpacked_fit(rewrite, scope, fit, &unpacked.value)
+                }
+            }
         }
     }
 }

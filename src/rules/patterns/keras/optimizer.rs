@@ -96,6 +96,31 @@ pub(crate) fn wrap_compiled_optimizer(
     let optimizer = keyword(compile, "optimizer")
         .map(|keyword| &keyword.value)
         .or_else(|| compile.args.first());
+    // `compile(**train_config)`: the optimizer may be in the dict.
+    let unpacked = compile
+        .keywords
+        .iter()
+        .find(|keyword| keyword.arg.is_none());
+    let optimizer = match (optimizer, unpacked) {
+        (Some(optimizer), _) => Some(optimizer),
+        (None, None) => None,
+        (None, Some(unpacked)) => {
+            match dict_entries(&rewrite.module.scopes[0], scope, &unpacked.value) {
+                Some(entries) => entries
+                    .into_iter()
+                    .find_map(|(key, value)| (key == "optimizer").then_some(value)),
+                None => {
+                    let dict = rewrite.expression_text(&unpacked.value).to_string();
+                    rewrite.refuse(Diagnostic::new(
+                    OPTIMIZER_NOT_FOUND,
+                    span(&unpacked.value),
+                    format!("this compile takes its arguments from `**{dict}`, which the tool cannot read: whether it names an optimizer, and which, is unknown, so none could be wrapped and the module was left as written"),
+                ).with_suggestion(format!("build `{dict}` as a dict literal in this scope, or pass `optimizer=` to compile directly")));
+                    return;
+                }
+            }
+        }
+    };
     let Some(optimizer) = optimizer else {
         // Keras compiles with RMSprop when no optimizer is given.
         let built = build_optimizer(rewrite, scope, compile, "RMSprop");
@@ -135,6 +160,66 @@ pub(crate) fn wrap_compiled_optimizer(
             wrap_named_optimizer(rewrite, scope, optimizer);
         }
         other => wrap_inline(rewrite, other),
+    }
+}
+
+/// The entries of a dict an unpacked argument names, when it is a literal
+/// bound in the scope or at the top level (`dict(loss=..., optimizer=opt)` or
+/// `{"optimizer": opt}`): `None` when the tool cannot read all of them.
+pub(super) fn dict_entries<'a>(
+    top: &Scope<'a>,
+    scope: &Scope<'a>,
+    unpacked: &'a Expr,
+) -> Option<Vec<(String, &'a Expr)>> {
+    let literal = match unpacked {
+        Expr::Name(name) => {
+            let bound_in = |scope: &Scope<'a>, before: usize| {
+                scope
+                    .facts
+                    .assignments
+                    .iter()
+                    .rev()
+                    .find(|assignment| {
+                        assignment.name == name.id.as_str()
+                            && span(assignment.statement).end <= before
+                    })
+                    .map(|assignment| assignment.value)
+            };
+            let assigned_here = scope
+                .facts
+                .assignments
+                .iter()
+                .any(|assignment| assignment.name == name.id.as_str());
+            match (assigned_here, scope.function) {
+                (true, _) | (false, None) => bound_in(scope, span(unpacked).start)?,
+                // A global of the module, bound before the function is defined.
+                (false, Some(function)) => bound_in(top, span(function).start)?,
+            }
+        }
+        other => other,
+    };
+    match literal {
+        Expr::Call(call)
+            if dotted_name(&call.func).as_deref() == Some("dict") && call.args.is_empty() =>
+        {
+            call.keywords
+                .iter()
+                .map(|keyword| Some((keyword.arg.as_ref()?.to_string(), &keyword.value)))
+                .collect()
+        }
+        Expr::Dict(dict) => dict
+            .keys
+            .iter()
+            .zip(&dict.values)
+            .map(|(key, value)| match key {
+                Some(Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::Str(key),
+                    ..
+                })) => Some((key.clone(), value)),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
     }
 }
 
