@@ -208,6 +208,49 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
     if imports("horovod.keras") {
         return Some("`horovod.keras`, which serves Keras 2 only");
     }
+    // Modules of standalone Keras 2 that Keras 3 no longer has.
+    const KERAS_2_MODULES: &[(&str, &str)] = &[
+        (
+            "keras.utils.np_utils",
+            "`keras.utils.np_utils`, which Keras 3 removed",
+        ),
+        (
+            "keras.utils.vis_utils",
+            "`keras.utils.vis_utils`, which Keras 3 removed",
+        ),
+        (
+            "keras.layers.core",
+            "`keras.layers.core`, which Keras 3 removed",
+        ),
+        (
+            "keras.layers.convolutional",
+            "`keras.layers.convolutional`, which Keras 3 removed",
+        ),
+        (
+            "keras.layers.recurrent",
+            "`keras.layers.recurrent`, which Keras 3 removed",
+        ),
+        (
+            "keras.layers.embeddings",
+            "`keras.layers.embeddings`, which Keras 3 removed",
+        ),
+        (
+            "keras.layers.normalization",
+            "`keras.layers.normalization`, which Keras 3 removed",
+        ),
+        (
+            "keras.layers.advanced_activations",
+            "`keras.layers.advanced_activations`, which Keras 3 removed",
+        ),
+        ("keras.engine", "`keras.engine`, which Keras 3 removed"),
+        (
+            "keras.wrappers.scikit_learn",
+            "`keras.wrappers.scikit_learn`, which Keras 3 removed",
+        ),
+    ];
+    if let Some((_, why)) = KERAS_2_MODULES.iter().find(|(module, _)| imports(module)) {
+        return Some(why);
+    }
     let (mut fit_generator, mut lr, mut merge) = (false, false, imports("keras.layers.merge"));
     crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
         crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| match expr {
@@ -289,6 +332,14 @@ mod tests {
                 .is_some()
         );
         assert!(uses_keras_2_only_api(&module("Adam(lr=0.001)\n")).is_some());
+        assert!(uses_keras_2_only_api(&module("from keras.utils import np_utils\n")).is_some());
+        assert!(
+            uses_keras_2_only_api(&module("from keras.utils.vis_utils import plot_model\n"))
+                .is_some()
+        );
+        assert!(
+            uses_keras_2_only_api(&module("from keras.utils import to_categorical\n")).is_none()
+        );
         assert!(
             uses_keras_2_only_api(&module("model.fit(x, y)  # not fit_generator(, lr=\n"))
                 .is_none()
