@@ -614,7 +614,7 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     });
     let mut draws = false;
     for_each_statement(&for_loop.body, false, &mut |stmt| {
-        draws |= matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_));
+        draws |= inner_loop_may_draw(stmt, &counters);
         // A statement that writes (its path built from the step, perhaps) reads nothing in.
         if matches!(stmt, Stmt::Expr(expression) if matches!(expression.value.as_ref(), Expr::Call(call) if writes(call)))
         {
@@ -625,6 +625,30 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
         });
     });
     !draws
+}
+
+/// Whether an inner loop may draw the data a step trains on: a `while`, or
+/// a `for` whose iterable moves with the step or draws, or whose body runs
+/// anything in a session or takes a step. A loop that prints each result of
+/// the step (`for j, result in enumerate(results): print(...)`) draws nothing.
+fn inner_loop_may_draw(stmt: &Stmt, counters: &HashSet<&str>) -> bool {
+    let (iter, body) = match stmt {
+        Stmt::For(inner) => (inner.iter.as_ref(), &inner.body),
+        Stmt::AsyncFor(inner) => (inner.iter.as_ref(), &inner.body),
+        Stmt::While(_) => return true,
+        _ => return false,
+    };
+    let mut draws = false;
+    walk_expression(iter, &mut |expr| draws |= draws_data(expr, counters));
+    for_each_statement(body, false, &mut |inner| {
+        walk_statement_expressions(inner, &mut |expr| {
+            draws |= matches!(expr, Expr::Call(call) if matches!(call.func.as_ref(),
+                Expr::Attribute(attribute) if matches!(attribute.attr.as_str(),
+                    "run" | "eval" | "minimize" | "apply_gradients" | "fit" | "train_on_batch")))
+                || matches!(expr, Expr::Call(call) if dotted_name(&call.func).as_deref() == Some("next"));
+        });
+    });
+    draws
 }
 
 /// Whether `expr` reads one of `names`.
