@@ -255,6 +255,14 @@ fn uncounted_source(
     if !source.is_some_and(|source| is_data_source(program, source)) {
         source = counted_upstream(program, apply.scope, attribute.value.as_ref()).or(source);
     }
+    // One of the splits a source loads at once (`ds_split[1]` of
+    // `ds_split, info = tfds.load(..., split=[...])`): judge that source.
+    if source.is_none()
+        && let Expr::Subscript(subscript) = attribute.value.as_ref()
+        && let Expr::Name(splits) = subscript.value.as_ref()
+    {
+        source = loading_call(program, apply, splits.id.as_str(), receiver.start);
+    }
     // Windows of a series are counted when the series is: judge the series.
     if let Some(windows) = source
         && program.has_effect(windows, &Effect::WindowsSeries)
@@ -287,6 +295,33 @@ fn uncounted_source(
         Some(_) => None,
         None => Some(format!("`{shown}`, whose count the checker cannot see")),
     }
+}
+
+/// The call whose result `name` was last bound to before `before`, in the
+/// scope of `apply` or at the top level.
+fn loading_call<'p>(
+    program: &'p Program,
+    apply: &crate::checker::program::ScopedCall,
+    name: &str,
+    before: usize,
+) -> Option<&'p crate::checker::program::ScopedCall<'p, 'p>> {
+    let top_level = &program.module.scopes[0];
+    let value = [apply.scope, top_level].into_iter().find_map(|scope| {
+        scope
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| assignment.name == name)
+            .rfind(|assignment| span(assignment.statement).end <= before)
+            .map(|assignment| assignment.value)
+    })?;
+    let Expr::Call(call) = value else {
+        return None;
+    };
+    program
+        .calls()
+        .iter()
+        .find(|candidate| candidate.range() == span(call))
 }
 
 /// The effects of the data source of the pipeline a package function

@@ -351,7 +351,8 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
     }
     match dataset {
         Expr::Name(name) => continued_pipeline_source(rewrite, scope, dataset)
-            .or_else(|| factory_pipeline_source(rewrite, scope, name.id.as_str())),
+            .or_else(|| factory_pipeline_source(rewrite, scope, name.id.as_str()))
+            .or_else(|| split_of_loaded_source(rewrite, scope, dataset)),
         // `ds.batch(n).prefetch(1)`: the pipeline `ds` names; `load(x).map(f)`:
         // the one a package function returns.
         other => match chain_root(other) {
@@ -361,6 +362,55 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
             _ => None,
         },
     }
+}
+
+/// `ds_train = ds_split[1]` (or `splits["train"]`) of the splits a source
+/// loads at once (`ds_split, info = tfds.load(..., split=[...])`): the shard
+/// goes after the subscript, on that split alone. Not when the source draws
+/// an order of its own in each process: the shards would overlap.
+fn split_of_loaded_source(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    dataset: &Expr,
+) -> Option<Range<usize>> {
+    let Expr::Name(name) = dataset else {
+        return None;
+    };
+    let used_at = span(dataset).start;
+    let top_level = &rewrite.module.scopes[0];
+    let (builder, picked) = [scope, top_level].into_iter().find_map(|candidate| {
+        candidate
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
+            .filter(|assignment| assignment.name == name.id.as_str())
+            .rfind(|assignment| span(assignment.statement).start < used_at)
+            .map(|assignment| (candidate, assignment))
+    })?;
+    let Expr::Subscript(subscript) = picked.value else {
+        return None;
+    };
+    let Expr::Name(splits) = subscript.value.as_ref() else {
+        return None;
+    };
+    let loaded = builder
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name == splits.id.as_str())
+        .rfind(|assignment| span(assignment.statement).start < span(picked.statement).start)?;
+    // A source of several splits (`tfds.load` with a list of splits, or
+    // none): each element is a pipeline.
+    let Expr::Call(load) = loaded.value else {
+        return None;
+    };
+    let loads_splits = rewrite
+        .catalogued_effects(builder, load)
+        .iter()
+        .any(|effect| matches!(effect, Effect::DataSource { .. }));
+    (loads_splits && matches!(own_order(rewrite, &span(load)), OwnOrder::None))
+        .then(|| span(picked.value))
 }
 
 /// `examples = files.interleave(...)`: the source of the pipeline the name
