@@ -20,6 +20,7 @@ use rustpython_parser::ast::{Constant, Expr, Stmt};
 use crate::analysis::catalogue::Effect;
 use crate::analysis::library::{self, LibraryClass};
 use crate::analysis::training::{Scope, TrainingPattern};
+use crate::analysis::walk::walk_statement_expressions;
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
@@ -69,6 +70,7 @@ fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
         .iter()
         .filter(|call| call.method() == Some("compile") && is_method_call(call))
         .filter(|call| !calls_super(call))
+        .filter(|call| !compiled_only_to_evaluate(program, call))
         .collect();
     let mut decisions = Vec::new();
     for compile in &compiles {
@@ -100,6 +102,52 @@ fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
         }
     }
     decisions
+}
+
+/// A model compiled only to be evaluated (`export_model.compile(...)`, then
+/// only `export_model.evaluate(...)` and `.predict(...)`): no optimizer of it
+/// takes a step. Every use of its name must be such a call.
+fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
+    const NO_STEP: &[&str] = &[
+        "compile",
+        "evaluate",
+        "evaluate_generator",
+        "predict",
+        "predict_generator",
+        "predict_on_batch",
+        "test_on_batch",
+        "summary",
+        "save",
+        "save_weights",
+        "load_weights",
+        "get_weights",
+        "to_json",
+    ];
+    let Expr::Attribute(attribute) = compile.site.call.func.as_ref() else {
+        return false;
+    };
+    let Expr::Name(model) = attribute.value.as_ref() else {
+        return false;
+    };
+    let name = model.id.as_str();
+    let (mut reads, mut calls_without_step) = (0usize, 0usize);
+    for scope in &program.module.scopes {
+        for statement in &scope.facts.statements {
+            walk_statement_expressions(statement, &mut |expr| match expr {
+                Expr::Name(used) if used.id.as_str() == name && used.ctx.is_load() => reads += 1,
+                Expr::Call(call) => {
+                    if let Expr::Attribute(method) = call.func.as_ref()
+                        && matches!(method.value.as_ref(), Expr::Name(receiver) if receiver.id.as_str() == name)
+                        && NO_STEP.contains(&method.attr.as_str())
+                    {
+                        calls_without_step += 1;
+                    }
+                }
+                _ => {}
+            });
+        }
+    }
+    reads > 0 && reads == calls_without_step
 }
 
 /// `super().compile(...)` inside a model class's own `compile`: the

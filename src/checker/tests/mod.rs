@@ -122,6 +122,26 @@ fn gradients_averaged() {
                 ),
             ),
             (
+                "a second model compiled with a string optimizer only to be evaluated",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    &format!(
+                        "opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))\nmodel.compile(optimizer=opt, loss='mse')\n{fit}export_model = tf.keras.Sequential([model])\nexport_model.compile(optimizer='adam', loss='mse')\nexport_model.evaluate(tf.zeros((8, 2)), tf.zeros((8, 1)))\n"
+                    ),
+                ),
+            ),
+            (
+                "the same second model also fitted",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    &format!(
+                        "opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))\nmodel.compile(optimizer=opt, loss='mse')\n{fit}export_model = tf.keras.Sequential([model])\nexport_model.compile(optimizer='adam', loss='mse')\nexport_model.fit(tf.zeros((8, 2)), tf.zeros((8, 1)))\n"
+                    ),
+                ),
+            ),
+            (
                 "optimizer built in place",
                 Verdict::Violated,
                 &with(
