@@ -17,6 +17,7 @@ use crate::checker::program::Origin;
 use crate::checker::{Checker, Decision, Program, Verdict};
 use crate::diagnostics::Severity;
 use crate::python::edit::{Edit, EditMap};
+use crate::python::source::SourceFile;
 use crate::workspace::config::Config;
 
 /// A module's outcome before the checker has judged its rewrite.
@@ -201,7 +202,7 @@ fn report_violations_as_written(
             violation.code,
             Severity::Error,
             violation.range.clone(),
-            format!("{}{fix}", violation.message),
+            in_cells(&module.source, &format!("{}{fix}", violation.message)),
             violation.suggestion.clone(),
         );
         let reported = outcome
@@ -213,6 +214,48 @@ fn report_violations_as_written(
         }
     }
     sort_diagnostics(&mut outcome.diagnostics);
+}
+
+/// The checker names lines of the module's text; in a notebook a person
+/// looks for a cell and a line in it: `line 69` becomes `cell 40, line 2`.
+fn in_cells(source: &SourceFile, message: &str) -> String {
+    if source.notebook.is_none() {
+        return message.to_string();
+    }
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(source.text.match_indices('\n').map(|(at, _)| at + 1))
+        .collect();
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("line ") {
+        let starts_a_word = rest[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|before| !before.is_alphanumeric());
+        let digits: String = rest[at + 5..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let label = digits
+            .parse::<usize>()
+            .ok()
+            .filter(|_| starts_a_word)
+            .and_then(|line| line_starts.get(line.checked_sub(1)?))
+            .map(|start| source.line_label(*start));
+        match label {
+            Some(label) => {
+                out.push_str(&rest[..at]);
+                out.push_str(&label);
+                rest = &rest[at + 5 + digits.len()..];
+            }
+            None => {
+                out.push_str(&rest[..at + 5]);
+                rest = &rest[at + 5..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn original_text<'a>(analysis: &'a Analysis, relative_path: &str) -> &'a str {
@@ -293,7 +336,7 @@ fn apply_judgement(
                 decision.code,
                 severity,
                 range,
-                message,
+                in_cells(source, &message),
                 decision.suggestion.clone(),
             )
         })

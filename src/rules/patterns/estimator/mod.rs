@@ -155,9 +155,47 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
         {
             add_broadcast_hook(rewrite, call);
             divide_step_keywords(rewrite, call, &["steps", "max_steps"]);
+            runs_to_the_end_of_its_data(rewrite, call);
         }
     }
     divide_stop_at_step_hooks(rewrite);
+}
+
+/// `estimator.train(input_fn)` with no step count: it trains until the
+/// input function's data ends. The tool does not shard inside an input
+/// function (the same one often builds the evaluation data), so unless the
+/// module shards or stops at a step itself, every worker walks all of the
+/// data: the rate stays as written, and DST101 says so.
+fn runs_to_the_end_of_its_data(rewrite: &mut ModuleRewrite, train: &ast::ExprCall) {
+    let counted = |value: &Expr| {
+        !matches!(
+            value,
+            Expr::Constant(ast::ExprConstant {
+                value: ast::Constant::None,
+                ..
+            })
+        )
+    };
+    let bounded = ["steps", "max_steps"]
+        .iter()
+        .any(|name| keyword(train, name).is_some_and(|steps| counted(&steps.value)))
+        || train.args.iter().skip(2).any(counted);
+    if bounded
+        || rewrite.calls_method("shard")
+        || rewrite.calls_method("StopAtStepHook")
+        || rewrite.had_horovod
+    {
+        return;
+    }
+    rewrite.learning_rates.leave_rates();
+    rewrite.diagnose(
+        Diagnostic::new(
+            crate::rules::passes::loop_steps::DATASET_NOT_SHARDED,
+            span(train),
+            "this `train` has no step count: it runs until its input function's data ends, and the tool does not shard inside an input function, so every worker walks all of the data; the learning rate was left as written".to_string(),
+        )
+        .with_suggestion("pass `steps=<steps> // hvd.size()` (with a repeated dataset), or shard the training dataset inside its input function with `.shard(hvd.size(), hvd.rank())`"),
+    );
 }
 
 /// `config.replace(model_dir=...)`: only a RunConfig's `replace` takes `model_dir`.
