@@ -205,7 +205,16 @@ pub(super) fn unwrap_enumerate(iterable: &Expr) -> &Expr {
         && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "enumerate")
         && let Some(inner) = call.args.first()
     {
-        return inner;
+        return unwrap_enumerate(inner);
+    }
+    // A progress bar around what the loop walks (`tqdm(range(n), desc=...)`).
+    if let Expr::Call(call) = iterable
+        && dotted_name(&call.func).is_some_and(|callee| {
+            matches!(callee.rsplit('.').next(), Some("tqdm" | "tqdm_notebook"))
+        })
+        && let Some(inner) = call.args.first()
+    {
+        return unwrap_enumerate(inner);
     }
     // A dataset's own `ds.take(n).enumerate()`.
     if let Expr::Call(call) = iterable
@@ -224,7 +233,12 @@ pub(super) fn range_bound(iterable: &Expr) -> Option<&ast::ExprCall> {
         return None;
     };
     let is_range = matches!(call.func.as_ref(), Expr::Name(name) if matches!(name.id.as_str(), "range" | "xrange"));
-    (is_range && (1..=3).contains(&call.args.len()) && call.keywords.is_empty()).then_some(call)
+    // tqdm's `trange(n, desc=...)`: a range with a progress bar.
+    let is_progress_range = dotted_name(&call.func)
+        .is_some_and(|callee| matches!(callee.rsplit('.').next(), Some("trange" | "tnrange")));
+    ((is_range && call.keywords.is_empty() || is_progress_range)
+        && (1..=3).contains(&call.args.len()))
+    .then_some(call)
 }
 
 /// `n` in `dataset.take(n)`.
