@@ -152,6 +152,34 @@ fn imports_tensorflow_or_keras(stmt: &Stmt) -> bool {
     }
 }
 
+/// A late import that changes what the init block set up: Horovod again,
+/// or a name the generated code uses (`hvd`, `tf`) bound to something else.
+/// `import tensorflow as tf` again, or a Keras layer, changes nothing.
+fn rebinds_what_init_uses(stmt: &Stmt) -> bool {
+    let rebinds = |module: &str, bound: &str| {
+        module.starts_with("horovod")
+            || bound == "hvd"
+            || (bound == "tf" && module != "tensorflow" && module != "tensorflow.compat.v1")
+    };
+    match stmt {
+        Stmt::Import(import) => import.names.iter().any(|alias| {
+            let bound = alias
+                .asname
+                .as_deref()
+                .unwrap_or_else(|| alias.name.split('.').next().unwrap_or_default());
+            rebinds(alias.name.as_str(), bound)
+        }),
+        Stmt::ImportFrom(import) => {
+            let module = import.module.as_deref().unwrap_or_default();
+            import.names.iter().any(|alias| {
+                let bound = alias.asname.as_deref().unwrap_or(alias.name.as_str());
+                rebinds(module, bound)
+            })
+        }
+        _ => false,
+    }
+}
+
 /// Imports at the top of the module (tensorflow imports in functions count too).
 fn imports_at_top(rewrite: &mut ModuleRewrite) {
     let body = &rewrite.module.module.body;
@@ -163,7 +191,10 @@ fn imports_at_top(rewrite: &mut ModuleRewrite) {
             // init block harmlessly; one of TensorFlow, Keras or Horovod may
             // configure what the init block already set up.
             Stmt::Import(_) | Stmt::ImportFrom(_) => {
-                if seen_code && imports_tensorflow_or_keras(stmt) {
+                let after_init = rewrite
+                    .horovod_initialised_at
+                    .is_none_or(|initialised_at| span(stmt).start >= initialised_at);
+                if seen_code && after_init && rebinds_what_init_uses(stmt) {
                     late.push(span(stmt));
                 }
             }

@@ -104,16 +104,26 @@ impl Importer {
                 .find(|stmt| imports_tensorflow(stmt));
             // Late only with code between (an import further down the same
             // import block binds it before the init block runs).
-            let bound_late = module.module.bindings.get(name).is_some_and(|binding| {
-                anchor.is_some_and(|anchor| {
-                    module.module.body.iter().any(|stmt| {
-                        let at = span(stmt);
-                        at.start > span(anchor).end
-                            && at.end <= binding.statement.start
-                            && !matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_))
-                    })
-                })
+            // The first tensorflow import binds the name itself: the init
+            // block follows it (later `import tensorflow as tf` again in a
+            // notebook's cells change nothing).
+            let anchor_binds_it = anchor.is_some_and(|anchor| {
+                matches!(anchor, Stmt::Import(import) if import.names.iter().any(|alias| {
+                    alias.name.as_str() == "tensorflow"
+                        && alias.asname.as_deref().unwrap_or("tensorflow") == name
+                }))
             });
+            let bound_late = !anchor_binds_it
+                && module.module.bindings.get(name).is_some_and(|binding| {
+                    anchor.is_some_and(|anchor| {
+                        module.module.body.iter().any(|stmt| {
+                            let at = span(stmt);
+                            at.start > span(anchor).end
+                                && at.end <= binding.statement.start
+                                && !matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_))
+                        })
+                    })
+                });
             if bound_late && matches!(name, "tf" | "tensorflow") {
                 let statement = match name {
                     "tensorflow" => String::from("import tensorflow"),

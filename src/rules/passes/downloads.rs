@@ -262,8 +262,21 @@ pub(super) fn download_on_rank_zero_first(
 ) {
     let text = rewrite.source(span(statement)).to_string();
     let unit = rewrite.stylist.indent_unit.clone();
+    // The statement's text starts at its keyword; its other lines carry the
+    // indentation of the block holding it, which the copy must not add twice.
+    let own_indentation =
+        crate::python::source::indentation_at(rewrite.text, span(statement).start).to_string();
     let mut lines = vec![format!("if {}:", rewrite.rank_zero_test())];
-    lines.extend(text.lines().map(|line| format!("{unit}{line}")));
+    lines.extend(text.lines().enumerate().map(|(index, line)| {
+        let line = match index {
+            0 => line,
+            _ => line.strip_prefix(own_indentation.as_str()).unwrap_or(line),
+        };
+        match line.trim().is_empty() {
+            true => String::new(),
+            false => format!("{unit}{line}"),
+        }
+    }));
     lines.extend(with_comment(
         barrier,
         "rank 0 has downloaded it; the others find it there",

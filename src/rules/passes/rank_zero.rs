@@ -84,6 +84,20 @@ fn guard_block(
 ) {
     let mut group: Vec<&Stmt> = Vec::new();
     for stmt in body {
+        // Code at the top that runs before `hvd.init()` (a notebook's first
+        // cell, above the first import) cannot ask for the rank: it stays as
+        // written, and the checker judges what it does.
+        let before_init = scope.function.is_none()
+            && rewrite
+                .horovod_initialised_at
+                .is_some_and(|initialised_at| span(stmt).start < initialised_at);
+        if before_init {
+            if !group.is_empty() {
+                guard_group(rewrite, scope, &group);
+                group.clear();
+            }
+            continue;
+        }
         if must_run_on_rank_zero(rewrite, scope_index, scope, stmt, checkpoints) {
             if rewrite.owns_its_lines(&span(stmt)) {
                 group.push(stmt);

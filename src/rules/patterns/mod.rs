@@ -166,6 +166,18 @@ pub fn session_save_barrier(context: &RewriteContext, save: &ast::ExprCall) -> O
     {
         return None;
     }
+    // `np.save(path, array)`: a function of an imported module, not a saver.
+    if let Expr::Attribute(attribute) = save.func.as_ref()
+        && let Expr::Name(receiver) = attribute.value.as_ref()
+        && context
+            .module
+            .module
+            .bindings
+            .get(receiver.id.as_str())
+            .is_some_and(|binding| binding.kind == crate::analysis::bindings::BindingKind::Import)
+    {
+        return None;
+    }
     match save.args.first() {
         Some(Expr::Name(session)) => Some(format!(
             "{}.run({}.allreduce({}.constant(0), name=\"save_barrier\"))",
