@@ -229,12 +229,16 @@ fn is_rank_comparison(program: &Program, call: &ScopedCall, test: &Expr, rank_ze
 
 /// `input()` on every rank: ranks other than 0 read end-of-file and stop.
 fn reads_standard_input(program: &Program, call: &ScopedCall) -> Option<Decision> {
+    // The builtin, or the same imported for Python 2 compatibility
+    // (`from builtins import input`); not a function of the user's own.
     let reads = matches!(call.site.call.func.as_ref(), rustpython_parser::ast::Expr::Name(name)
-        if matches!(name.id.as_str(), "input" | "raw_input"))
-        && !call
-            .scope
-            .bindings
-            .is_bound(call.method().unwrap_or_default());
+    if matches!(name.id.as_str(), "input" | "raw_input")
+        && call.scope.bindings.get(name.id.as_str()).is_none_or(|binding| {
+            matches!(
+                binding.qualified.as_str(),
+                "builtins.input" | "builtins.raw_input" | "six.moves.input" | "past.builtins.raw_input"
+            )
+        }));
     reads.then(|| {
         let line = program.line(call.range().start);
         Decision::new(

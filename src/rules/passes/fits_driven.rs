@@ -71,7 +71,26 @@ pub fn fits_of_compiled_model(
         return None;
     };
     let model = dotted_name(&attribute.value)?;
-    fits_of_model(rewrite, scope, &model)
+    let fits = fits_of_model(rewrite, scope, &model)?;
+    // A name compiled again (a notebook's `model` rebuilt cell after cell)
+    // holds another model with another optimizer: this compile drives the
+    // fits between it and the next compile of the name.
+    let compiled_at = span(compile).end;
+    let next_compile = compiles_of(scope)
+        .into_iter()
+        .filter(|other| {
+            matches!(other.func.as_ref(), Expr::Attribute(method)
+                if dotted_name(&method.value).as_deref() == Some(model.as_str()))
+        })
+        .map(|other| span(other).start)
+        .filter(|start| *start > compiled_at)
+        .min();
+    let driven: Vec<Range<usize>> = fits
+        .iter()
+        .filter(|fit| fit.start > compiled_at && next_compile.is_none_or(|next| fit.start < next))
+        .cloned()
+        .collect();
+    Some(if driven.is_empty() { fits } else { driven })
 }
 
 /// The fits of `model` in the scope, as the Keras pattern found them.

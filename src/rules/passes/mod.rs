@@ -26,6 +26,7 @@ pub mod same_batches;
 pub mod schedule_steps;
 pub mod seeds;
 pub mod set_order;
+pub mod shard_placement;
 pub mod sharding;
 pub mod shared_writes;
 pub mod strategies;

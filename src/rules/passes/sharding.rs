@@ -46,6 +46,10 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
     if shuffled_upstream(rewrite, scope, &source) {
         return false;
     }
+    let moved = super::shard_placement::moved_shard(rewrite, scope, dataset, &source);
+    if matches!(moved, Some(None)) {
+        return false;
+    }
     match own_order(rewrite, &source) {
         OwnOrder::None => {}
         OwnOrder::TurnedOff(call, flag) => {
@@ -67,7 +71,9 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
         OwnOrder::Kept => return false,
     }
     // A package function's result is sharded as it is returned.
-    let shard_after = if built_by_package_function(rewrite, &source) {
+    let shard_after = if let Some(Some(continuation)) = moved {
+        continuation
+    } else if built_by_package_function(rewrite, &source) {
         source
     } else {
         windows_of(rewrite, &source)

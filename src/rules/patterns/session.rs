@@ -421,12 +421,25 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
                 // A model class's method running its train op on the session
                 // the instance holds (`self.sess.run([self.cost, self.optimizer])`):
                 // each call is one step, so the loop calling it is divided.
+                // A method that loops over the steps itself (`fit` running
+                // `self.session.run(train_op)` per batch) has that loop divided.
                 if let Some(class) = scope.class
                     && receiver.starts_with("self.")
                     && !train_ops.is_empty()
                     && trains
                 {
-                    step_methods.push((class.name.to_string(), scope.name().to_string()));
+                    let own_loop = path_to(scope.body, &span(stmt))
+                        .and_then(|path| path.iter().rev().find(|stmt| is_loop(stmt)).copied());
+                    match own_loop {
+                        Some(innermost) => {
+                            if divided.insert(span(innermost)) {
+                                divide_loop_steps(rewrite, innermost);
+                            }
+                        }
+                        None => {
+                            step_methods.push((class.name.to_string(), scope.name().to_string()))
+                        }
+                    }
                     continue;
                 }
                 if scope.parameters.contains(&receiver) && trains {

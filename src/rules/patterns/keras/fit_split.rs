@@ -226,6 +226,18 @@ fn rows_one_batch_covers(
     let data = keyword(fit, "x")
         .map(|keyword| &keyword.value)
         .or_else(|| fit.args.first())?;
+    // `fit([user_ids, movie_ids], ...)`: a list of the model's inputs, each
+    // with the rows; a list of literal rows is the data itself.
+    let data = match data {
+        Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
+            if elts.first().is_some_and(|first| {
+                !matches!(first, Expr::List(_) | Expr::Tuple(_) | Expr::Constant(_))
+            }) =>
+        {
+            &elts[0]
+        }
+        other => other,
+    };
     let rows = literal_rows(rewrite, scope, data, 0)?;
     let batch = match keyword(fit, "batch_size").map(|keyword| &keyword.value) {
         None => DEFAULT_BATCH_SIZE,
