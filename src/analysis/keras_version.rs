@@ -247,9 +247,18 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
             "keras.wrappers.scikit_learn",
             "`keras.wrappers.scikit_learn`, which Keras 3 removed",
         ),
+        (
+            "keras.preprocessing.text",
+            "`keras.preprocessing.text`, which Keras 3 removed",
+        ),
     ];
     if let Some((_, why)) = KERAS_2_MODULES.iter().find(|(module, _)| imports(module)) {
         return Some(why);
+    }
+    if uses_backend_math(module) {
+        return Some(
+            "math functions of `keras.backend` (`K.sum`, `K.sqrt`), which Keras 3 removed",
+        );
     }
     let (mut fit_generator, mut lr, mut merge) = (false, false, imports("keras.layers.merge"));
     crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
@@ -277,6 +286,50 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(used, why)| used.then_some(why))
+}
+
+/// `K.sum(...)`, `K.sqrt(...)` with `K` bound to `keras.backend`: Keras 3's
+/// `keras.backend` keeps only its configuration functions.
+fn uses_backend_math(module: &Module) -> bool {
+    const KERAS_3_BACKEND: &[&str] = &[
+        "backend",
+        "clear_session",
+        "epsilon",
+        "floatx",
+        "image_data_format",
+        "is_keras_tensor",
+        "random_uniform",
+        "set_epsilon",
+        "set_floatx",
+        "set_image_data_format",
+        "get_uid",
+        "result_type",
+        "standardize_dtype",
+        "is_float_dtype",
+        "is_int_dtype",
+    ];
+    let backends: Vec<&str> = module
+        .bindings
+        .iter()
+        .filter(|(_, binding)| binding.qualified == "keras.backend")
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if backends.is_empty() {
+        return false;
+    }
+    let mut found = false;
+    crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
+        crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| {
+            if let Expr::Call(call) = expr
+                && let Expr::Attribute(attribute) = call.func.as_ref()
+                && let Expr::Name(receiver) = attribute.value.as_ref()
+                && backends.contains(&receiver.id.as_str())
+            {
+                found |= !KERAS_3_BACKEND.contains(&attribute.attr.as_str());
+            }
+        });
+    });
+    found
 }
 
 #[cfg(test)]
@@ -339,6 +392,15 @@ mod tests {
         );
         assert!(
             uses_keras_2_only_api(&module("from keras.utils import to_categorical\n")).is_none()
+        );
+        assert!(
+            uses_keras_2_only_api(&module("from keras import backend as K\nK.sum(x)\n")).is_some()
+        );
+        assert!(
+            uses_keras_2_only_api(&module(
+                "from keras import backend as K\nK.clear_session()\n"
+            ))
+            .is_none()
         );
         assert!(
             uses_keras_2_only_api(&module("model.fit(x, y)  # not fit_generator(, lr=\n"))
