@@ -255,10 +255,13 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
     if let Some((_, why)) = KERAS_2_MODULES.iter().find(|(module, _)| imports(module)) {
         return Some(why);
     }
-    if uses_backend_math(module) {
-        return Some(
-            "math functions of `keras.backend` (`K.sum`, `K.sqrt`), which Keras 3 removed",
-        );
+    if let Some(function) = backend_function_keras_3_lacks(module) {
+        return Some(match function.as_str() {
+            "set_session" | "get_session" => {
+                "`keras.backend.set_session`/`get_session`, which Keras 3 removed"
+            }
+            _ => "math functions of `keras.backend` (`K.sum`, `K.sqrt`), which Keras 3 removed",
+        });
     }
     let (mut fit_generator, mut lr, mut merge) = (false, false, imports("keras.layers.merge"));
     crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
@@ -289,8 +292,9 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
 }
 
 /// `K.sum(...)`, `K.sqrt(...)` with `K` bound to `keras.backend`: Keras 3's
-/// `keras.backend` keeps only its configuration functions.
-fn uses_backend_math(module: &Module) -> bool {
+/// `keras.backend` keeps only its configuration functions. The first such
+/// function called.
+fn backend_function_keras_3_lacks(module: &Module) -> Option<String> {
     const KERAS_3_BACKEND: &[&str] = &[
         "backend",
         "clear_session",
@@ -315,9 +319,9 @@ fn uses_backend_math(module: &Module) -> bool {
         .map(|(name, _)| name.as_str())
         .collect();
     if backends.is_empty() {
-        return false;
+        return None;
     }
-    let mut found = false;
+    let mut found: Option<String> = None;
     crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
         crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| {
             if let Expr::Call(call) = expr
@@ -325,7 +329,9 @@ fn uses_backend_math(module: &Module) -> bool {
                 && let Expr::Name(receiver) = attribute.value.as_ref()
                 && backends.contains(&receiver.id.as_str())
             {
-                found |= !KERAS_3_BACKEND.contains(&attribute.attr.as_str());
+                if found.is_none() && !KERAS_3_BACKEND.contains(&attribute.attr.as_str()) {
+                    found = Some(attribute.attr.to_string());
+                }
             }
         });
     });
