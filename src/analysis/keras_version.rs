@@ -328,10 +328,10 @@ fn backend_function_keras_3_lacks(module: &Module) -> Option<String> {
                 && let Expr::Attribute(attribute) = call.func.as_ref()
                 && let Expr::Name(receiver) = attribute.value.as_ref()
                 && backends.contains(&receiver.id.as_str())
+                && found.is_none()
+                && !KERAS_3_BACKEND.contains(&attribute.attr.as_str())
             {
-                if found.is_none() && !KERAS_3_BACKEND.contains(&attribute.attr.as_str()) {
-                    found = Some(attribute.attr.to_string());
-                }
+                found = Some(attribute.attr.to_string());
             }
         });
     });
