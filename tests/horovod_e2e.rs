@@ -72,6 +72,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    tf1_demo_session_then_training_sessions,
     keras_directory_dataset_adapted_and_named,
     tape_range_in_progress_bar,
     tape_split_picked_from_loaded_splits,

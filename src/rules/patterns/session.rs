@@ -130,7 +130,7 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
             rewrite.diagnose(Diagnostic::new(
                 SEVERAL_SESSIONS,
                 site.range.clone(),
-                "a second session: each session is pinned, but the variables are broadcast only after the first initialiser run",
+                "a second session: each session is pinned, and the variables are broadcast after the initialiser run of each session that runs a train op (after the first one when the tool sees none train)",
             ));
         }
     }
@@ -313,20 +313,83 @@ fn run_calls<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall, String)
         .collect()
 }
 
+/// Names assigned an initializer in the scope (`init = tf.global_variables_initializer()`).
+fn initializer_names(rewrite: &ModuleRewrite, scope: &Scope) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for stmt in scope.facts.statements.iter().copied() {
+        if let Stmt::Assign(assign) = stmt
+            && is_initializer(rewrite, scope, &assign.value, &HashSet::new())
+        {
+            names.extend(assign.targets.iter().filter_map(dotted_name));
+        }
+    }
+    names
+}
+
+/// Several sessions, each initialising its own graph (a demo graph, then
+/// the graphs that train): the broadcast follows the initialiser run of
+/// each session whose block runs a train op, not only the first one.
+/// Returns whether it placed any (`false` leaves the first-run rule).
+fn broadcast_in_each_training_session(rewrite: &mut ModuleRewrite) -> bool {
+    let train_ops = train_op_names(rewrite);
+    if train_ops.is_empty() {
+        return false;
+    }
+    let module = rewrite.module;
+    let mut placed = Vec::new();
+    let mut initializer_runs = 0;
+    for scope in &module.scopes {
+        let initializer_names = initializer_names(rewrite, scope);
+        let runs = run_calls(scope);
+        for (stmt, call, receiver) in &runs {
+            let Some(argument) = call.args.first() else {
+                continue;
+            };
+            if !is_initializer(rewrite, scope, argument, &initializer_names)
+                || !matches!(stmt, Stmt::Expr(_) | Stmt::Assign(_))
+            {
+                continue;
+            }
+            initializer_runs += 1;
+            // The session's block: the `with` holding the run, else the scope.
+            let block = path_to(scope.body, &span(*stmt))
+                .and_then(|path| {
+                    path.iter()
+                        .rev()
+                        .find(|holder| matches!(holder, Stmt::With(_)))
+                        .map(|holder| span(*holder))
+                })
+                .unwrap_or(0..usize::MAX);
+            let trains = runs.iter().any(|(other, run, other_receiver)| {
+                other_receiver == receiver
+                    && span(*other).start > span(*stmt).start
+                    && block.contains(&span(*other).start)
+                    && runs_a_train_op(run, &train_ops)
+            });
+            if trains {
+                placed.push((scope, *stmt, receiver.clone()));
+            }
+        }
+    }
+    if initializer_runs < 2 || placed.is_empty() {
+        return false;
+    }
+    for (scope, stmt, receiver) in placed {
+        insert_broadcast(rewrite, scope, stmt, &receiver);
+    }
+    true
+}
+
 fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
     if rewrite.calls_method("broadcast_global_variables") {
         return;
     }
     let module = rewrite.module;
+    if broadcast_in_each_training_session(rewrite) {
+        return;
+    }
     for scope in &module.scopes {
-        let mut initializer_names = HashSet::new();
-        for stmt in scope.facts.statements.iter().copied() {
-            if let Stmt::Assign(assign) = stmt
-                && is_initializer(rewrite, scope, &assign.value, &HashSet::new())
-            {
-                initializer_names.extend(assign.targets.iter().filter_map(dotted_name));
-            }
-        }
+        let initializer_names = initializer_names(rewrite, scope);
         for (stmt, call, receiver) in run_calls(scope) {
             let Some(argument) = call.args.first() else {
                 continue;
@@ -640,6 +703,15 @@ fn runs_a_train_op(run: &ast::ExprCall, train_ops: &HashSet<String>) -> bool {
     };
     let mut found = false;
     walk_expression(fetches, &mut |expr| {
+        // A fetch by the op's graph name (`sess.run(['cost:0', 'train_op'])`),
+        // named as the train op's variable.
+        if let Expr::Constant(ast::ExprConstant {
+            value: ast::Constant::Str(fetched),
+            ..
+        }) = expr
+        {
+            found |= train_ops.contains(fetched.split(':').next().unwrap_or_default());
+        }
         found |= dotted_name(expr).is_some_and(|name| {
             train_ops.contains(&name)
                 || name
