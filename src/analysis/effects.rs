@@ -377,7 +377,7 @@ pub fn read_before_rank_zero_write(
             {
                 return None;
             }
-            package_function_reads(analysis, &callee)?
+            package_function_reads(analysis, &callee, read.call)?
         }
     };
     let related = |tokens: &[String]| {
@@ -432,40 +432,91 @@ fn in_other_branch(scope: &Scope, first: &ast::Stmt, second: &ast::Stmt) -> bool
 /// calls (`PIL.Image.open(...)` in `display_image`); `None` when it reads
 /// nothing the catalogue knows, or only paths built from its own names
 /// (a parameter `path`), which say nothing at the call.
-fn package_function_reads(analysis: &Analysis, callee: &str) -> Option<Vec<String>> {
+fn package_function_reads(
+    analysis: &Analysis,
+    callee: &str,
+    call: &ast::ExprCall,
+) -> Option<Vec<String>> {
     use crate::analysis::training::effect_summaries::{path_argument, path_tokens};
-    let (module, index) = analysis.modules.iter().find_map(|module| {
-        module
-            .scopes
-            .iter()
-            .position(|scope| scope.function.is_some() && scope.qualified_name == callee)
-            .map(|index| (module, index))
-    })?;
+    let (module, index) = callee_scope(analysis, callee)?;
     let scope = &module.scopes[index];
-    let own_name = |token: &String| {
-        scope.parameters.contains(token)
-            || scope
-                .facts
-                .assignments
-                .iter()
-                .any(|assignment| &assignment.name == token)
-    };
     let mut tokens = Vec::new();
     for site in &scope.facts.calls {
         let Some(entry) = of_call(analysis, module, index, site.call).entry() else {
             continue;
         };
         if let Some(read) = entry.find(|effect| matches!(effect, Effect::Reads { .. })) {
-            tokens.extend(
-                path_argument(read, site.call)
-                    .map(path_tokens)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|token| !own_name(token)),
-            );
+            let read_tokens = path_argument(read, site.call)
+                .map(path_tokens)
+                .unwrap_or_default();
+            tokens.extend(tokens_at_call(analysis, callee, call, read_tokens));
         }
     }
     (!tokens.is_empty()).then_some(tokens)
+}
+
+/// The scope of a package function, by its qualified name.
+fn callee_scope<'a>(
+    analysis: &'a Analysis,
+    callee: &str,
+) -> Option<(&'a ModuleAnalysis<'a>, usize)> {
+    analysis.modules.iter().find_map(|module| {
+        module
+            .scopes
+            .iter()
+            .position(|scope| scope.function.is_some() && scope.qualified_name == callee)
+            .map(|index| (module, index))
+    })
+}
+
+/// A path's tokens as the caller sees them: a parameter of the callee
+/// (`open(filename)` in `load(filename)`) becomes the tokens of the
+/// argument the call passes for it (`load("model.json")`); the callee's
+/// other local names say nothing at the call and are dropped.
+fn tokens_at_call(
+    analysis: &Analysis,
+    callee: &str,
+    call: &ast::ExprCall,
+    tokens: Vec<String>,
+) -> Vec<String> {
+    use crate::analysis::training::effect_summaries::path_tokens;
+    let Some((module, index)) = callee_scope(analysis, callee) else {
+        return tokens;
+    };
+    let scope = &module.scopes[index];
+    // `model.save(path)` binds `self` itself: positions start after it.
+    let skip = usize::from(
+        matches!(call.func.as_ref(), Expr::Attribute(_))
+            && scope
+                .parameters
+                .first()
+                .is_some_and(|first| first == "self" || first == "cls"),
+    );
+    let local = |token: &String| {
+        scope
+            .facts
+            .assignments
+            .iter()
+            .any(|assignment| &assignment.name == token)
+    };
+    tokens
+        .into_iter()
+        .flat_map(
+            |token| match scope.parameters.iter().position(|p| *p == token) {
+                Some(position) => {
+                    let argument = call
+                        .keywords
+                        .iter()
+                        .find(|keyword| keyword.arg.as_deref() == Some(token.as_str()))
+                        .map(|keyword| &keyword.value)
+                        .or_else(|| position.checked_sub(skip).and_then(|at| call.args.get(at)));
+                    argument.map(path_tokens).unwrap_or_default()
+                }
+                None if local(&token) => Vec::new(),
+                None => vec![token],
+            },
+        )
+        .collect()
 }
 
 /// The path tokens of a write rank 0 alone makes at this call, directly or
@@ -524,7 +575,9 @@ fn rank_zero_write(
     (!writes.is_empty()).then(|| {
         writes
             .iter()
-            .flat_map(|reached| reached.path_tokens.clone())
+            .flat_map(|reached| {
+                tokens_at_call(analysis, &callee, site.call, reached.path_tokens.clone())
+            })
             .collect()
     })
 }
