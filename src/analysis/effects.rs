@@ -572,13 +572,49 @@ fn rank_zero_write(
                 }),
         );
     }
-    (!writes.is_empty()).then(|| {
-        writes
+    if writes.is_empty() {
+        return None;
+    }
+    let mut tokens = Vec::new();
+    for reached in writes {
+        if reached
+            .path_tokens
             .iter()
-            .flat_map(|reached| {
-                tokens_at_call(analysis, &callee, site.call, reached.path_tokens.clone())
-            })
-            .collect()
+            .any(|token| names_a_deeper_parameter(analysis, &callee, token))
+        {
+            // Written where a function further down takes its path as a
+            // parameter: which file is not known here, so any later read
+            // may be of it.
+            return Some(Vec::new());
+        }
+        tokens.extend(tokens_at_call(
+            analysis,
+            &callee,
+            site.call,
+            reached.path_tokens.clone(),
+        ));
+    }
+    Some(tokens)
+}
+
+/// Whether `token` is a parameter of a package function other than
+/// `callee` and not a name of `callee` itself: a path passed further down.
+fn names_a_deeper_parameter(analysis: &Analysis, callee: &str, token: &str) -> bool {
+    let own = callee_scope(analysis, callee).is_some_and(|(module, index)| {
+        let scope = &module.scopes[index];
+        scope.parameters.iter().any(|parameter| parameter == token)
+            || scope
+                .facts
+                .assignments
+                .iter()
+                .any(|assignment| assignment.name == token)
+    });
+    !own && analysis.modules.iter().any(|module| {
+        module.scopes.iter().any(|scope| {
+            scope.function.is_some()
+                && scope.qualified_name != callee
+                && scope.parameters.iter().any(|parameter| parameter == token)
+        })
     })
 }
 

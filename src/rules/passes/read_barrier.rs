@@ -28,6 +28,9 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     };
     let module = rewrite.module;
     let mut waited_before = std::collections::HashSet::new();
+    // The writes a barrier of this pass already waits for, per scope: a
+    // later read of the same write needs no second one.
+    let mut waited_for: Vec<((usize, usize, String), std::ops::Range<usize>)> = Vec::new();
     for (index, scope) in module.scopes.iter().enumerate() {
         for site in &scope.facts.calls {
             let statement = span(site.statement);
@@ -49,6 +52,17 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             ) else {
                 continue;
             };
+            // A barrier this pass put before an earlier read of the same
+            // write covers every later statement of the block holding it.
+            let key = (index, line, write.clone());
+            if waited_for
+                .iter()
+                .any(|(waited, block)| *waited == key && block.contains(&statement.start))
+            {
+                continue;
+            }
+            let block = statement.start..rest_of_block(scope.body, &statement);
+            waited_for.push((key, block));
             let Some(mut barrier) = rewrite
                 .plugin
                 .download_barrier(&rewrite.context, "read_barrier")
@@ -67,4 +81,45 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             ));
         }
     }
+}
+
+/// Where the statement list holding `statement` ends: what follows it
+/// there runs after it on every path that runs it.
+fn rest_of_block(
+    body: &[rustpython_parser::ast::Stmt],
+    statement: &std::ops::Range<usize>,
+) -> usize {
+    use rustpython_parser::ast::Stmt;
+    if body.iter().any(|own| span(own) == *statement) {
+        return body.last().map_or(statement.end, |last| span(last).end);
+    }
+    let Some(holder) = body.iter().find(|own| {
+        let own = span(*own);
+        own.start <= statement.start && statement.end <= own.end
+    }) else {
+        return statement.end;
+    };
+    let lists: Vec<&[Stmt]> = match holder {
+        Stmt::If(node) => vec![&node.body, &node.orelse],
+        Stmt::For(node) => vec![&node.body, &node.orelse],
+        Stmt::While(node) => vec![&node.body, &node.orelse],
+        Stmt::With(node) => vec![&node.body],
+        Stmt::Try(node) => {
+            let mut lists: Vec<&[Stmt]> = vec![&node.body, &node.orelse, &node.finalbody];
+            for handler in &node.handlers {
+                let rustpython_parser::ast::ExceptHandler::ExceptHandler(handler) = handler;
+                lists.push(&handler.body);
+            }
+            lists
+        }
+        _ => Vec::new(),
+    };
+    lists
+        .into_iter()
+        .find(|list| {
+            list.first().zip(list.last()).is_some_and(|(first, last)| {
+                span(first).start <= statement.start && statement.end <= span(last).end
+            })
+        })
+        .map_or(statement.end, |list| rest_of_block(list, statement))
 }
