@@ -199,14 +199,14 @@ fn keras_backend_set(body: &[Stmt]) -> Option<String> {
 /// Keras 2 only: `fit_generator`, the `lr=` keyword of optimizers, the
 /// `keras.layers.merge` module, Horovod's `horovod.keras`; read from the
 /// module's syntax (a comment naming them changes nothing).
-pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
+pub fn uses_keras_2_only_api(module: &Module) -> Option<String> {
     let imports = |prefix: &str| {
         module.bindings.iter().any(|(_, binding)| {
             binding.qualified == prefix || binding.qualified.starts_with(&format!("{prefix}."))
         })
     };
     if imports("horovod.keras") {
-        return Some("`horovod.keras`, which serves Keras 2 only");
+        return Some("`horovod.keras`, which serves Keras 2 only".to_string());
     }
     // Modules of standalone Keras 2 that Keras 3 no longer has.
     const KERAS_2_MODULES: &[(&str, &str)] = &[
@@ -253,15 +253,12 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
         ),
     ];
     if let Some((_, why)) = KERAS_2_MODULES.iter().find(|(module, _)| imports(module)) {
-        return Some(why);
+        return Some(why.to_string());
     }
     if let Some(function) = backend_function_keras_3_lacks(module) {
-        return Some(match function.as_str() {
-            "set_session" | "get_session" => {
-                "`keras.backend.set_session`/`get_session`, which Keras 3 removed"
-            }
-            _ => "math functions of `keras.backend` (`K.sum`, `K.sqrt`), which Keras 3 removed",
-        });
+        return Some(format!(
+            "`keras.backend.{function}`, which Keras 3's `keras.backend` no longer has"
+        ));
     }
     let (mut fit_generator, mut lr, mut merge) = (false, false, imports("keras.layers.merge"));
     crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
@@ -288,7 +285,7 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<&'static str> {
         (merge, "`keras.layers.merge`, which Keras 3 removed"),
     ]
     .into_iter()
-    .find_map(|(used, why)| used.then_some(why))
+    .find_map(|(used, why)| used.then(|| why.to_string()))
 }
 
 /// `K.sum(...)`, `K.sqrt(...)` with `K` bound to `keras.backend`: Keras 3's
