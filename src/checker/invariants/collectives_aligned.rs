@@ -187,6 +187,9 @@ impl CollectivesAligned {
                 if !steps {
                     continue;
                 }
+                decisions.extend(super::conditional_steps::step_gated_on_random_gathering(
+                    program, scope, site,
+                ));
                 for loop_statement in &site.enclosing_loops {
                     if let Some(decision) = loop_stop(program, scope, loop_statement) {
                         decisions.push(decision);

@@ -7,6 +7,7 @@
 
 mod api_exists;
 mod collectives_aligned;
+mod conditional_steps;
 mod data_differs;
 mod device_pinned;
 pub mod facts;

@@ -641,6 +641,22 @@ fn collectives_aligned() {
                 ),
             ),
             (
+                "a step gated on a batch the loop fills with random draws",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    "import numpy as np\nx = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\nbatch = []\nfor i in range(100):\n    if np.random.random() < 0.5:\n        batch.append(i)\n    if len(batch) >= 8:\n        sess.run(train_op)\n        batch = []\n",
+                ),
+            ),
+            (
+                "a step gated on a batch filled without random draws",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\nbatch = []\nfor i in range(100):\n    batch.append(i)\n    if len(batch) >= 8:\n        sess.run(train_op)\n        batch = []\n",
+                ),
+            ),
+            (
                 "break on a local loss",
                 Verdict::Violated,
                 &with(
