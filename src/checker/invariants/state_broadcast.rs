@@ -232,10 +232,7 @@ fn anywhere(
     range: std::ops::Range<usize>,
     line: usize,
 ) -> Decision {
-    if let Some(call) = calls.iter().find(|call| {
-        call.horovod_function()
-            .is_some_and(|function| BROADCASTS.contains(&function))
-    }) {
+    if let Some(call) = calls.iter().find(|call| is_broadcast(call)) {
         return Decision::new(
             STATE_BROADCAST,
             Verdict::Proven,
@@ -265,6 +262,20 @@ fn anywhere(
     .with_suggestion("broadcast once after the variables exist: `hvd.broadcast_variables(model.variables, root_rank=0)` after the first step, `sess.run(hvd.broadcast_global_variables(0))` after initialising, or `hvd.BroadcastGlobalVariablesHook(0)`")
 }
 
+/// The range of the outermost loop of `scope` holding `site`.
+fn outermost_loop(scope: &Scope, site: &std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
+    let path = crate::analysis::walk::path_to(scope.body, site)?;
+    path.iter()
+        .find(|statement| crate::analysis::walk::is_loop(statement))
+        .map(|outermost| span(*outermost))
+}
+
+/// A Horovod call that broadcasts the initial state.
+fn is_broadcast(call: &ScopedCall) -> bool {
+    call.horovod_function()
+        .is_some_and(|function| BROADCASTS.contains(&function))
+}
+
 /// A loop of `scope` that steps before the first broadcast of the same
 /// scope starts (a pre-training loop, with the broadcast in the fine-tune
 /// loop after it): its averaged steps move N different models.
@@ -274,18 +285,10 @@ fn broadcast_too_late(
     scope: &Scope,
     site: &std::ops::Range<usize>,
 ) -> Option<Decision> {
-    let path = crate::analysis::walk::path_to(scope.body, site)?;
-    let outermost = path
-        .iter()
-        .find(|statement| crate::analysis::walk::is_loop(statement))?;
-    let loop_range = span(*outermost);
+    let loop_range = outermost_loop(scope, site)?;
     let broadcasts: Vec<&ScopedCall> = calls
         .iter()
-        .filter(|call| std::ptr::eq(call.scope, scope))
-        .filter(|call| {
-            call.horovod_function()
-                .is_some_and(|function| BROADCASTS.contains(&function))
-        })
+        .filter(|call| std::ptr::eq(call.scope, scope) && is_broadcast(call))
         .collect();
     let first = broadcasts.iter().map(|call| call.range().start).min()?;
     (first >= loop_range.end).then(|| {
@@ -313,11 +316,7 @@ fn weights_kept_from_before(
     scope: &Scope,
     site: &std::ops::Range<usize>,
 ) -> Option<Decision> {
-    let path = crate::analysis::walk::path_to(scope.body, site)?;
-    let outermost = path
-        .iter()
-        .find(|statement| crate::analysis::walk::is_loop(statement))?;
-    let loop_range = span(*outermost);
+    let loop_range = outermost_loop(scope, site)?;
     let in_loop: Vec<&ScopedCall> = calls
         .iter()
         .filter(|call| std::ptr::eq(call.scope, scope))
@@ -325,10 +324,7 @@ fn weights_kept_from_before(
         .collect();
     let broadcast = in_loop
         .iter()
-        .filter(|call| {
-            call.horovod_function()
-                .is_some_and(|function| BROADCASTS.contains(&function))
-        })
+        .filter(|call| is_broadcast(call))
         .map(|call| call.range().start)
         .min()?;
     let read = in_loop

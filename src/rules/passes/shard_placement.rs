@@ -12,7 +12,7 @@
 
 use std::ops::Range;
 
-use rustpython_parser::ast::{Expr, Stmt};
+use rustpython_parser::ast::Expr;
 
 use crate::analysis::training::Scope;
 use crate::analysis::walk::{chain_root, walk_statement_expressions};
@@ -105,12 +105,7 @@ fn training_continuation(
             return None;
         };
         let assigned = [scope, top_level].into_iter().find_map(|candidate| {
-            candidate
-                .facts
-                .assignments
-                .iter()
-                .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
-                .filter(|assignment| assignment.name == name.id.as_str())
+            super::sharding::plain_assignments(candidate, name.id.as_str())
                 .rfind(|assignment| span(assignment.statement).end <= before)
         })?;
         let root = chain_root(assigned.value);

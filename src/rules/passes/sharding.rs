@@ -370,6 +370,20 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
     }
 }
 
+/// The plain assignments (`name = value`, not unpacking or `with`) of
+/// `name` in a scope, in order.
+pub(super) fn plain_assignments<'s, 'a>(
+    scope: &'s Scope<'a>,
+    name: &'s str,
+) -> impl DoubleEndedIterator<Item = &'s crate::analysis::index::Assignment<'a>> + 's {
+    scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
+        .filter(move |assignment| assignment.name == name)
+}
+
 /// `ds_train = ds_split[1]` (or `splits["train"]`) of the splits a source
 /// loads at once (`ds_split, info = tfds.load(..., split=[...])`): the shard
 /// goes after the subscript, on that split alone. Not when the source draws
@@ -385,12 +399,7 @@ fn split_of_loaded_source(
     let used_at = span(dataset).start;
     let top_level = &rewrite.module.scopes[0];
     let (builder, picked) = [scope, top_level].into_iter().find_map(|candidate| {
-        candidate
-            .facts
-            .assignments
-            .iter()
-            .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
-            .filter(|assignment| assignment.name == name.id.as_str())
+        plain_assignments(candidate, name.id.as_str())
             .rfind(|assignment| span(assignment.statement).start < used_at)
             .map(|assignment| (candidate, assignment))
     })?;
@@ -433,12 +442,7 @@ fn continued_pipeline_source(
     let used_at = span(dataset).start;
     let top_level = &rewrite.module.scopes[0];
     let continued = [scope, top_level].into_iter().find_map(|candidate| {
-        candidate
-            .facts
-            .assignments
-            .iter()
-            .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
-            .filter(|assignment| assignment.name == name.id.as_str())
+        plain_assignments(candidate, name.id.as_str())
             .filter(|assignment| span(assignment.statement).start < used_at)
             .rfind(|assignment| matches!(chain_root(assignment.value), Expr::Name(other) if other.id != name.id))
             .map(|assignment| (candidate, assignment.value))
