@@ -474,6 +474,17 @@ fn path_to_by_scanning<'a>(
     None
 }
 
+/// `ds.take(n)` with a literal n of ten or fewer: a look at the first
+/// batches (a print, a plot), not a cut of the data a job trains on.
+pub fn is_peek_take(call: &ast::ExprCall) -> bool {
+    matches!(call.func.as_ref(), Expr::Attribute(method) if method.attr.as_str() == "take")
+        && matches!(
+            call.args.first(),
+            Some(Expr::Constant(constant))
+                if matches!(&constant.value, ast::Constant::Int(count) if *count <= 10u32.into())
+        )
+}
+
 pub fn is_loop(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::For(_) | Stmt::While(_) | Stmt::AsyncFor(_))
 }

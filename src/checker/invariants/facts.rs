@@ -144,18 +144,8 @@ impl SplitFacts {
 /// ds.take(1).shard(...)`): a look at the first batches, which splits no
 /// work the optimizer does.
 fn shards_a_peek(shard: &ast::ExprCall) -> bool {
-    let Expr::Attribute(attribute) = shard.func.as_ref() else {
-        return false;
-    };
-    let Expr::Call(inner) = attribute.value.as_ref() else {
-        return false;
-    };
-    matches!(inner.func.as_ref(), Expr::Attribute(take) if take.attr.as_str() == "take")
-        && matches!(
-            inner.args.first(),
-            Some(Expr::Constant(constant))
-                if matches!(&constant.value, ast::Constant::Int(count) if *count <= 10.into())
-        )
+    matches!(shard.func.as_ref(), Expr::Attribute(attribute)
+        if matches!(attribute.value.as_ref(), Expr::Call(inner) if crate::analysis::walk::is_peek_take(inner)))
 }
 
 /// `[hvd.rank():...:hvd.size()]`: every N-th item from the worker's rank.

@@ -45,9 +45,7 @@ impl Invariant for WorkSplit {
                 continue;
             }
             // `take(1)` to look at a batch (a plot, a print) bounds no training.
-            let peek = matches!(call.site.call.args.first(), Some(Expr::Constant(constant))
-                if matches!(&constant.value, rustpython_parser::ast::Constant::Int(count) if *count <= 10u32.into()));
-            if peek {
+            if crate::analysis::walk::is_peek_take(call.site.call) {
                 continue;
             }
             let methods = chain_methods(call.scope, call.site.call, &helpers);

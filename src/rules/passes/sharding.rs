@@ -126,7 +126,7 @@ fn examples_taken_from(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option
         // The cut goes on under a name the training reads; a `take` iterated
         // or peeked at (`for batch in ds.take(1)`) only looks at the data.
         let continues_pipeline = matches!(site.statement, Stmt::Assign(_) | Stmt::AnnAssign(_))
-            && !is_peek_count(site.call);
+            && !crate::analysis::walk::is_peek_take(site.call);
         if !continues_pipeline {
             return None;
         }
@@ -142,16 +142,6 @@ fn examples_taken_from(rewrite: &ModuleRewrite, source: &Range<usize>) -> Option
         (!reordered).then(|| span(site.call))
     });
     cuts.next()
-}
-
-/// `take(n)` of ten or fewer: a look at the first batches, not the data a
-/// job trains on.
-fn is_peek_count(take: &ast::ExprCall) -> bool {
-    matches!(
-        take.args.first(),
-        Some(Expr::Constant(constant))
-            if matches!(&constant.value, ast::Constant::Int(count) if *count <= 10.into())
-    )
 }
 
 /// The call at a source's range, with the scope whose statements hold it.
