@@ -238,6 +238,9 @@ fn reads_standard_input(program: &Program, call: &ScopedCall) -> Option<Decision
                 binding.qualified.as_str(),
                 "builtins.input" | "builtins.raw_input" | "six.moves.input" | "past.builtins.raw_input"
             )
+        })
+        && !program.module.scopes.iter().any(|scope| {
+            scope.function.is_some() && scope.parent == Some(0) && scope.name() == name.id.as_str()
         }));
     reads.then(|| {
         let line = program.line(call.range().start);

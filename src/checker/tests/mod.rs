@@ -544,6 +544,22 @@ fn rank_zero_writes() {
                 ),
             ),
             (
+                "input() imported from builtins on every rank",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "from builtins import input\nanswer = input('again? ')\n",
+                ),
+            ),
+            (
+                "an input() of the program's own",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "def input(prompt):\n    return 'n'\nanswer = input('again? ')\n",
+                ),
+            ),
+            (
                 "a picture saved on rank 0 by one helper, opened by another on every rank",
                 Verdict::Unknown,
                 &with(
