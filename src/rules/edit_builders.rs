@@ -180,7 +180,10 @@ pub fn add_keyword(
         .chars()
         .count();
     let too_long = line_length + name.len() + value.len() + 3 > stylist.line_length;
-    if (too_long || already_continued) && line_start(text, end) == open_line {
+    // Inside a one-line f-string a line break is a syntax error before
+    // Python 3.12: the keyword stays on the line, however long.
+    let may_break = !inside_one_line_string(text, span(call).start);
+    if (too_long || already_continued) && may_break && line_start(text, end) == open_line {
         // Continue under the first argument, as PEP 8's aligned style does.
         let column = text[open_line..first_argument_start].chars().count();
         let alignment = " ".repeat(column);
@@ -194,6 +197,27 @@ pub fn add_keyword(
         edits: vec![Edit::insertion(end, format!(", {name}={value}"))],
         continued: already_continued,
     }
+}
+
+/// Whether `offset` lies inside a string literal opened earlier on its own
+/// line with one quote (an f-string's replacement field): quotes are
+/// followed from the line's start, escapes skipped.
+fn inside_one_line_string(text: &str, offset: usize) -> bool {
+    let mut open: Option<u8> = None;
+    let mut bytes = text.as_bytes()[line_start(text, offset)..offset].iter();
+    while let Some(&byte) = bytes.next() {
+        match open {
+            Some(_) if byte == b'\\' => {
+                bytes.next();
+            }
+            Some(quote) if byte == quote => open = None,
+            Some(_) => {}
+            None if byte == b'#' => return false,
+            None if byte == b'"' || byte == b'\'' => open = Some(byte),
+            None => {}
+        }
+    }
+    open.is_some()
 }
 
 /// A keyword added to a call whose arguments stand one per line.

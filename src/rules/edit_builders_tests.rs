@@ -144,6 +144,10 @@ fn owns_its_lines_is_false_for_shared_lines() {
 fn add_keyword_follows_the_call_layout() {
     let long = format!("fit(x, {})\n", "a".repeat(80));
     let long_expected = format!("fit(x, {},\n    verbose=0)\n", "a".repeat(80));
+    // A break inside an f-string's replacement field does not parse before
+    // Python 3.12: the keyword stays on the line.
+    let in_fstring = format!("f\"{{fit(x, {})[1]:.3f}}\"\n", "a".repeat(80));
+    let in_fstring_expected = format!("f\"{{fit(x, {}, verbose=0)[1]:.3f}}\"\n", "a".repeat(80));
     let cases: Vec<(&str, &str)> = vec![
         ("fit()\n", "fit(verbose=0)\n"),
         ("fit(x, y)\n", "fit(x, y, verbose=0)\n"),
@@ -164,6 +168,7 @@ fn add_keyword_follows_the_call_layout() {
             "fit(\n    x,\n    y,  # data\n    verbose=0\n)\n",
         ),
         (&long, &long_expected),
+        (&in_fstring, &in_fstring_expected),
     ];
     for (text, expected) in cases {
         let result = apply(text, |stylist, body| {
