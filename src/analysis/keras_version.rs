@@ -52,7 +52,7 @@ fn generation_of_requirement(line: &str, file: &str) -> Option<KerasGeneration> 
         .trim_matches(|c| c == '"' || c == '\'' || c == ',' || c == '-');
     let line = line.trim();
     let (package, rest) = split_package(line)?;
-    let mut version = first_version(rest)?;
+    let mut version = crate::python::notebook::first_version(rest)?;
     if rest.starts_with('<') && !rest.starts_with("<=") {
         // `keras<3` allows 2.x only; `tensorflow<2.16` up to 2.15.
         version = match version {
@@ -92,16 +92,11 @@ fn split_package(line: &str) -> Option<(String, &str)> {
 /// (`tensorflow==2.1.0`) in the project's requirement files. The reason
 /// names where it was read.
 pub fn tensorflow_release(root: &Path, module: &Module) -> Option<((u32, u32), String)> {
-    if let Some(notebook) = &module.source.notebook {
-        let shown = notebook.recorded_outputs(|source| {
-            source.contains("tf.__version__") || source.contains("tensorflow.__version__")
-        });
-        if let Some(version) = shown.iter().find_map(|text| first_version(text)) {
-            return Some((
-                version,
-                "the notebook's recorded output of `tf.__version__`".to_string(),
-            ));
-        }
+    if let Some(version) = module.source.recorded.tensorflow {
+        return Some((
+            version,
+            "the notebook's recorded output of `tf.__version__`".to_string(),
+        ));
     }
     for file in REQUIREMENT_FILES {
         let Ok(text) = std::fs::read_to_string(root.join(file)) else {
@@ -117,7 +112,7 @@ pub fn tensorflow_release(root: &Path, module: &Module) -> Option<((u32, u32), S
                     "tensorflow" | "tensorflow-cpu" | "tensorflow-gpu"
                 )
                 && rest.starts_with("==")
-                && let Some(version) = first_version(rest)
+                && let Some(version) = crate::python::notebook::first_version(rest)
             {
                 return Some((version, format!("{file} pins `{line}`")));
             }
@@ -126,15 +121,22 @@ pub fn tensorflow_release(root: &Path, module: &Module) -> Option<((u32, u32), S
     None
 }
 
-/// The major and minor of the first version in a specifier.
-fn first_version(specifier: &str) -> Option<(u32, u32)> {
-    let start = specifier.find(|c: char| c.is_ascii_digit())?;
-    let mut parts = specifier[start..]
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|part| !part.is_empty());
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next().and_then(|part| part.parse().ok()).unwrap_or(0);
-    Some((major, minor))
+/// Why the program runs on TensorFlow 1, when its notebook recorded so: a
+/// TensorFlow 1 release, or a standalone Keras before 2.3 (whose backend was
+/// TensorFlow 1).
+pub fn recorded_tensorflow_1(module: &Module) -> Option<String> {
+    let recorded = module.source.recorded;
+    if let Some((1, minor)) = recorded.tensorflow {
+        return Some(format!(
+            "the notebook recorded TensorFlow 1.{minor} as its `tf.__version__`"
+        ));
+    }
+    match recorded.keras {
+        Some((2, minor)) if minor < 3 && recorded.tensorflow.is_none() => Some(format!(
+            "the notebook recorded Keras 2.{minor} as its `keras.__version__`, a Keras that runs on TensorFlow 1"
+        )),
+        _ => None,
+    }
 }
 
 /// The generation a module's standalone `import keras` means: the project's
@@ -151,6 +153,15 @@ pub fn generation_of(pin: Option<&KerasGeneration>, module: &Module) -> KerasGen
     }
     if let Some(pin) = pin {
         return pin.clone();
+    }
+    if let Some((major, minor)) = module.source.recorded.keras {
+        let reason =
+            format!("the notebook's recorded output of `keras.__version__` is {major}.{minor}");
+        return if major >= 3 {
+            KerasGeneration::Three { reason }
+        } else {
+            KerasGeneration::Two { reason }
+        };
     }
     match uses_keras_2_only_api(module) {
         Some(why) => KerasGeneration::Two {

@@ -17,7 +17,7 @@ use super::bindings::ModuleIndex;
 use super::import_lines;
 use super::neighbourhood;
 use super::package::{FileProblem, FileProblemKind, Module, Package};
-use crate::python::notebook::{Notebook, NotebookError};
+use crate::python::notebook::{Notebook, NotebookError, RecordedVersions, ShellCommand};
 use crate::python::parse::{LoadError, decode, parse_module_in_pieces};
 use crate::python::source::SourceFile;
 
@@ -32,6 +32,10 @@ pub struct ReadFile {
     pub path: PathBuf,
     pub text: String,
     pub notebook: Option<Arc<Notebook>>,
+    /// What a notebook recorded running with (a rewrite keeps its original's).
+    pub recorded: RecordedVersions,
+    /// A notebook's shell lines (a rewrite keeps its original's, moved).
+    pub shell_commands: Vec<ShellCommand>,
 }
 
 /// Whether a file mentions an ML library, so may matter to the rewrite.
@@ -63,6 +67,8 @@ pub fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile
                     path,
                     text,
                     notebook: None,
+                    recorded: RecordedVersions::default(),
+                    shell_commands: Vec::new(),
                 });
             }
             let notebook = Notebook::parse(text).map_err(|error| FileProblem {
@@ -79,6 +85,8 @@ pub fn read_files(root: &Path, relative_paths: &[String]) -> Vec<Result<ReadFile
                 relative_path: relative_path.clone(),
                 path,
                 text: notebook.python().to_string(),
+                recorded: notebook.recorded_versions(),
+                shell_commands: notebook.shell_commands(),
                 notebook: Some(Arc::new(notebook)),
             })
         })
@@ -266,7 +274,7 @@ impl<'f> Loader<'f> {
     fn module(&self, index: usize, body: Vec<Stmt>, module_names: &ModuleIndex) -> Module {
         let file = &self.files[index];
         let (name, is_package_init) = self.names[index].clone();
-        let source = match &file.notebook {
+        let mut source = match &file.notebook {
             Some(notebook) => SourceFile::from_notebook(
                 file.relative_path.clone(),
                 file.path.clone(),
@@ -278,6 +286,8 @@ impl<'f> Loader<'f> {
                 file.text.clone(),
             ),
         };
+        source.recorded = file.recorded;
+        source.shell_commands = file.shell_commands.clone();
         Module::new(name, is_package_init, source, body, module_names)
     }
 

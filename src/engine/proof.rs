@@ -65,27 +65,32 @@ pub fn judge_rewrites(
 /// The package as it will run: each rewritten module's text in place of the
 /// original, loaded around the modules to check.
 fn package_as_rewritten(package: &Package, candidates: &[Candidate]) -> Package {
-    let rewritten: std::collections::HashMap<&str, &str> = candidates
-        .iter()
-        .filter_map(|candidate| {
-            Some((
-                candidate.outcome.relative_path.as_str(),
-                candidate.rewritten.as_deref()?,
-            ))
-        })
-        .collect();
+    let rewritten: std::collections::HashMap<&str, (&str, &[crate::python::edit::Edit])> =
+        candidates
+            .iter()
+            .filter_map(|candidate| {
+                Some((
+                    candidate.outcome.relative_path.as_str(),
+                    (candidate.rewritten.as_deref()?, candidate.edits.as_slice()),
+                ))
+            })
+            .collect();
     let files = package
         .modules
         .iter()
         .map(|module| {
             let source = &module.source;
+            let rewrite = rewritten.get(source.relative_path.as_str());
             Ok(ReadFile {
                 relative_path: source.relative_path.clone(),
                 path: source.path.clone(),
-                text: rewritten
-                    .get(source.relative_path.as_str())
-                    .map_or_else(|| source.text.clone(), |text| text.to_string()),
+                text: rewrite.map_or_else(|| source.text.clone(), |(text, _)| text.to_string()),
                 notebook: None,
+                recorded: source.recorded,
+                shell_commands: match rewrite {
+                    Some((_, edits)) => moved_shell_commands(source, edits),
+                    None => source.shell_commands.clone(),
+                },
             })
         })
         .collect();
@@ -95,6 +100,32 @@ fn package_as_rewritten(package: &Package, candidates: &[Candidate]) -> Package 
         .map(|candidate| candidate.outcome.relative_path.clone())
         .collect();
     Package::from_read_files(&package.root, files, Some(&selected))
+}
+
+/// A notebook's shell lines where the rewrite moved them (the rules never
+/// edit a shell line).
+fn moved_shell_commands(
+    source: &crate::python::source::SourceFile,
+    edits: &[crate::python::edit::Edit],
+) -> Vec<crate::python::notebook::ShellCommand> {
+    let starts: Vec<usize> = source
+        .shell_commands
+        .iter()
+        .map(|command| command.range.start)
+        .collect();
+    let moved = crate::python::edit::shifted_offsets(&source.text, edits, &starts);
+    source
+        .shell_commands
+        .iter()
+        .zip(moved)
+        .filter_map(|(command, start)| {
+            let start = start?;
+            Some(crate::python::notebook::ShellCommand {
+                range: start..start + command.range.len(),
+                command: command.command.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The checker's decisions about one module, the codes the user turned off left out.

@@ -113,6 +113,36 @@ struct CellShape<'a> {
 }
 
 /// Offset of a slice of `whole` within it.
+/// A line a notebook cell runs in a shell (`!wget URL`, `files = !ls`,
+/// `%system ...`), or a whole cell run by another program (`%%bash`,
+/// `%%writefile name`): where it is in the module's text and its command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellCommand {
+    pub range: Range<usize>,
+    /// The command line (`wget URL`; `writefile name` for a cell magic).
+    pub command: String,
+}
+
+/// The releases (major, minor) of Keras and TensorFlow a notebook recorded
+/// itself running with, when it shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordedVersions {
+    pub keras: Option<(u32, u32)>,
+    pub tensorflow: Option<(u32, u32)>,
+}
+
+/// The major and minor of the first version in a text (`2.0.8`,
+/// `TensorFlow version: 2.12.0`, `>=2.4`).
+pub fn first_version(text: &str) -> Option<(u32, u32)> {
+    let start = text.find(|c: char| c.is_ascii_digit())?;
+    let mut parts = text[start..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().and_then(|part| part.parse().ok()).unwrap_or(0);
+    Some((major, minor))
+}
+
 fn offset_in(whole: &str, part: &str) -> usize {
     part.as_ptr() as usize - whole.as_ptr() as usize
 }
@@ -223,6 +253,71 @@ impl Notebook {
                 }
             })
             .collect()
+    }
+
+    /// The releases the notebook recorded as the output of cells that show
+    /// `keras.__version__` and `tf.__version__` (what it last ran with).
+    pub fn recorded_versions(&self) -> RecordedVersions {
+        let shows_tensorflow = |source: &str| {
+            source.contains("tf.__version__") || source.contains("tensorflow.__version__")
+        };
+        let first = |texts: Vec<String>| texts.iter().find_map(|text| first_version(text));
+        RecordedVersions {
+            // A cell showing both would leave which is which unknown, and
+            // `tf.keras.__version__` is TensorFlow's own (`2.2.4-tf`).
+            keras: first(self.recorded_outputs(|source| {
+                source.contains("keras.__version__")
+                    && !source.contains("tf.keras.__version__")
+                    && !source.contains("tensorflow.keras.__version__")
+                    && !shows_tensorflow(source)
+            })),
+            tensorflow: first(self.recorded_outputs(shows_tensorflow)),
+        }
+    }
+
+    /// The lines and cells the notebook runs in a shell, in cell order.
+    pub fn shell_commands(&self) -> Vec<ShellCommand> {
+        let mut commands = Vec::new();
+        for cell in &self.cells {
+            let ranges = &cell.magics.lines;
+            if !cell.magics.is_python {
+                if let Some(first) = ranges.first() {
+                    let command = cell.text[first.clone()].trim().trim_start_matches('%');
+                    commands.push(ShellCommand {
+                        range: cell.start..cell.start + cell.text.len(),
+                        command: command.to_string(),
+                    });
+                }
+                continue;
+            }
+            for range in ranges {
+                let line = cell.text[range.clone()].trim();
+                // `files = !ls`: the command follows the `=`.
+                let value = match line.split_once('=') {
+                    Some((target, value))
+                        if !line.starts_with(['!', '%']) && !target.is_empty() =>
+                    {
+                        value.trim_start()
+                    }
+                    _ => line,
+                };
+                let command = if let Some(command) = value.strip_prefix('!') {
+                    command.trim_start_matches('!')
+                } else if let Some(command) = value
+                    .strip_prefix("%system")
+                    .or_else(|| value.strip_prefix("%sx"))
+                {
+                    command
+                } else {
+                    continue;
+                };
+                commands.push(ShellCommand {
+                    range: cell.start + range.start..cell.start + range.end,
+                    command: command.trim().to_string(),
+                });
+            }
+        }
+        commands
     }
 
     /// The kernel's language when it is not Python (an R or Julia notebook):

@@ -223,3 +223,60 @@ fn a_cell_whose_list_was_empty_gets_nbformat_layout() {
         rewrite.text
     );
 }
+
+#[test]
+fn shell_lines_and_shell_cells_are_listed_with_their_commands() {
+    let raw = serde_json::json!({
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": "!wget -q URL\nimport os\nfiles = !ls data\n%system mkdir out"},
+            {"cell_type": "markdown", "metadata": {}, "source": "text"},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": "%%writefile helper.py\nx = 1\n"},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": "%matplotlib inline\nprint(1)"},
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    })
+    .to_string();
+    let notebook = Notebook::parse(raw).unwrap();
+    let commands: Vec<(String, String)> = notebook
+        .shell_commands()
+        .into_iter()
+        .map(|shell| (shell.command, notebook.python()[shell.range].to_string()))
+        .collect();
+    assert_eq!(
+        commands,
+        vec![
+            ("wget -q URL".to_string(), "#           ".to_string()),
+            // The whole line, `files = ` included.
+            ("ls data".to_string(), format!("#{}", " ".repeat(15))),
+            ("mkdir out".to_string(), format!("#{}", " ".repeat(16))),
+            // The whole cell.
+            (
+                "writefile helper.py".to_string(),
+                format!("#{}\n#    \n", " ".repeat(20))
+            ),
+        ]
+    );
+}
+
+#[test]
+fn recorded_versions_are_read_from_the_outputs_of_cells_showing_them() {
+    let cell = |source: &str, shown: &str| {
+        serde_json::json!({"cell_type": "code", "metadata": {}, "source": source, "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": shown}
+        ]})
+    };
+    let raw = serde_json::json!({
+        "cells": [
+            cell("tf.keras.__version__", "'3.1.0-tf'"),
+            cell("import keras\nprint(keras.__version__)", "Using TensorFlow backend.\n2.2.4\n"),
+            cell("print(tf.__version__)", "1.13.1\n"),
+            cell("print(tf.__version__, keras.__version__)", "9.9 9.9\n"),
+            cell("tf.keras.__version__", "'2.2.4-tf'"),
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    })
+    .to_string();
+    let recorded = Notebook::parse(raw).unwrap().recorded_versions();
+    assert_eq!(recorded.keras, Some((2, 2)));
+    assert_eq!(recorded.tensorflow, Some((1, 13)));
+}

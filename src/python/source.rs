@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::notebook::Notebook;
+use super::notebook::{Notebook, RecordedVersions, ShellCommand};
 
 /// One loaded Python file: where it lives and its text, kept verbatim so that
 /// edits can be applied to the original bytes.
@@ -19,6 +19,11 @@ pub struct SourceFile {
     /// Set when the file is a Jupyter notebook: `text` is then its code cells
     /// joined, and positions are reported in cells.
     pub notebook: Option<Arc<Notebook>>,
+    /// The releases a notebook recorded running with; kept for a rewrite
+    /// of it, which is checked as plain text.
+    pub recorded: RecordedVersions,
+    /// A notebook's shell lines, where they stand in `text`.
+    pub shell_commands: Vec<ShellCommand>,
 }
 
 impl SourceFile {
@@ -30,6 +35,8 @@ impl SourceFile {
             text,
             line_index,
             notebook: None,
+            recorded: RecordedVersions::default(),
+            shell_commands: Vec::new(),
         }
     }
 

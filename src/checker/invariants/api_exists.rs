@@ -10,12 +10,15 @@
 //! says hides its inner optimizer (`hides-inner-optimizer`: tfa's SWA,
 //! whose config rebuild is a TypeError).
 //!
+//! A program whose notebook recorded running TensorFlow 1 (or a Keras
+//! before 2.3) may lack the `tf.config` the rewrite pins GPUs with: open.
+//!
 //! **Violated** when the program reaches one of these. **Proven** otherwise:
 //! the checks cover the API mismatches the rewrite can introduce.
 
 use rustpython_parser::ast::{Expr, Stmt};
 
-use crate::analysis::keras_version::{KerasGeneration, generation_of};
+use crate::analysis::keras_version::{KerasGeneration, generation_of, recorded_tensorflow_1};
 use crate::analysis::library;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
@@ -41,6 +44,7 @@ impl Invariant for ApiExists {
         }
         let mut decisions = keras_three_with_horovod_keras(program);
         let tf1 = tf1_marker(program);
+        let mut recorded_tensorflow_1 = recorded_tensorflow_1(program.module.module);
         for call in program.calls() {
             let raw = call
                 .scope
@@ -48,6 +52,12 @@ impl Invariant for ApiExists {
                 .resolve_raw(&call.site.call.func)
                 .unwrap_or_default();
             let line = program.line(call.range().start);
+            if raw.starts_with("tensorflow.config.")
+                && program.is_generated(&call.range())
+                && let Some(reason) = recorded_tensorflow_1.take()
+            {
+                decisions.push(Decision::new(API_EXISTS, Verdict::Unknown, call.range(), format!("line {line} calls `tf.config`, which TensorFlow 1 has only from 1.14 on, and {reason}: whether it exists where the program runs is not known")).with_suggestion("run the program on TensorFlow 2 (with Keras 2.3 or later) and run the tool again, or pin each worker's GPU through its session: `config.gpu_options.visible_device_list = str(hvd.local_rank())`"));
+            }
             if raw.starts_with("horovod.tensorflow.callbacks") {
                 decisions.push(violation(call.range(), format!("line {line} calls `hvd.callbacks`, which `horovod.tensorflow` does not have (only `horovod.tensorflow.keras` does): AttributeError")));
             }

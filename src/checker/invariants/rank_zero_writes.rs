@@ -43,7 +43,7 @@ impl Invariant for RankZeroWrites {
             return Vec::new();
         }
         let calls = program.calls();
-        let mut decisions = Vec::new();
+        let mut decisions = shell_writes(program);
         for call in calls {
             if program.runs_on_rank_zero_only(call.scope, call.site)
                 || effect_summaries::race_is_handled(
@@ -72,6 +72,74 @@ impl Invariant for RankZeroWrites {
         }
         decisions
     }
+}
+
+/// Shell programs that write files where they run (a download, an archive
+/// unpacked, a folder made or removed, a clone): every worker running one
+/// writes the same files at once. Readers (`ls`, `cat`, `nvidia-smi`) and
+/// installers (`pip`, which finds its packages there and writes nothing) are
+/// not listed.
+const WRITING_SHELL_PROGRAMS: &[&str] = &[
+    "wget",
+    "curl",
+    "tar",
+    "unzip",
+    "gunzip",
+    "gzip",
+    "7z",
+    "unrar",
+    "gdown",
+    "git",
+    "kaggle",
+    "mkdir",
+    "rm",
+    "cp",
+    "mv",
+    "ln",
+    "touch",
+    "rsync",
+    "gsutil",
+    "aws",
+    "writefile",
+];
+
+/// A notebook's shell lines that write files: the tool does not rewrite
+/// shell lines, so each runs on every worker (an open obligation: the user
+/// may run them once before launching).
+fn shell_writes(program: &Program) -> Vec<Decision> {
+    program
+        .module
+        .module
+        .source
+        .shell_commands
+        .iter()
+        .filter(|shell| {
+            let mut words = shell.command.split_whitespace();
+            let program_name = words.next().unwrap_or_default();
+            // `curl URL` prints to the terminal; `-o`, `-O` or `>` write a file.
+            let curl_prints = program_name == "curl"
+                && !shell
+                    .command
+                    .split_whitespace()
+                    .any(|word| word.starts_with("-o") || word.starts_with("-O") || word.starts_with("--output") || word.starts_with("--remote-name"));
+            let redirects = shell.command.contains('>');
+            (WRITING_SHELL_PROGRAMS.contains(&program_name) && !curl_prints) || redirects
+        })
+        .map(|shell| {
+            let line = program.line(shell.range.start);
+            let mut command: String = shell.command.chars().take(60).collect();
+            if command.len() < shell.command.len() {
+                command.push('…');
+            }
+            Decision::new(
+                RANK_ZERO_WRITES,
+                Verdict::Unknown,
+                shell.range.clone(),
+                format!("line {line} runs `{command}` in a shell on every worker: each writes the same files at once, and the tool does not rewrite shell lines"),
+            )
+            .with_suggestion("run it once before launching the job, or only on rank 0 (`if hvd.rank() == 0:` around it, after `hvd.init()`) followed by a barrier before the files are read")
+        })
+        .collect()
 }
 
 /// A call the catalogue knows, or whose name says what it does.
