@@ -365,3 +365,156 @@ fn rank_zero_guards_of_consecutive_cells_stay_in_their_cells() {
         "if hvd.rank() == 0:\n    print('shape', x.shape)"
     );
 }
+
+/// A standalone-Keras notebook whose cell showing `keras.__version__`
+/// recorded `version` as its output.
+fn keras_notebook_recording(version: &str) -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    let cell = |source: &str, outputs: serde_json::Value| {
+        serde_json::json!({
+            "cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": outputs, "source": source,
+        })
+    };
+    let shown = serde_json::json!([{
+        "output_type": "execute_result", "execution_count": 1, "metadata": {},
+        "data": {"text/plain": format!("'{version}'")},
+    }]);
+    let notebook = serde_json::json!({
+        "cells": [
+            cell("import keras\nkeras.__version__", shown),
+            cell("import numpy as np\nfrom keras import layers, models\nx = np.random.rand(256, 4)\ny = x.sum(axis=1)", serde_json::json!([])),
+            cell("model = models.Sequential([layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer='sgd', loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)", serde_json::json!([])),
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    });
+    let path = scratch.path().join("train.ipynb");
+    std::fs::write(&path, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    scratch
+}
+
+#[test]
+fn the_keras_a_notebook_recorded_decides_its_generation() {
+    // Keras 2.12 recorded: Keras 2, rewritten with horovod.keras.
+    let keras_2 = keras_notebook_recording("2.12.0");
+    let run = distribute(&["diff", "--root", "."], keras_2.path());
+    assert!(
+        run.stdout
+            .contains("recorded output of `keras.__version__` is 2.12"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("import horovod.keras as hvd"),
+        "{}",
+        run.stdout
+    );
+    // Keras 3 recorded: refused, saying why.
+    let keras_3 = keras_notebook_recording("3.3.3");
+    let run = distribute(&["diff", "--root", "."], keras_3.path());
+    assert!(run.stdout.contains("DST103"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("recorded output of `keras.__version__` is 3.3"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("+import horovod"), "{}", run.stdout);
+    // Keras 2.0 ran on TensorFlow 1, which may lack the `tf.config` the
+    // rewrite pins GPUs with: the rewrite is held back as unsafe.
+    let tensorflow_1 = keras_notebook_recording("2.0.8");
+    let run = distribute(&["diff", "--root", "."], tensorflow_1.path());
+    assert!(run.stdout.contains("DST309"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("runs on TensorFlow 1"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("+import horovod"), "{}", run.stdout);
+}
+
+#[test]
+fn a_shell_download_in_a_notebook_holds_the_rewrite_back_as_unsafe() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "!wget -q https://example.com/data.zip\n!unzip -q data.zip\n!ls",
+        "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
+    ];
+    let notebook = serde_json::json!({
+        "cells": cells.iter().map(|source| serde_json::json!({
+            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
+        })).collect::<Vec<_>>(),
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    });
+    std::fs::write(
+        scratch.path().join("train.ipynb"),
+        serde_json::to_string_pretty(&notebook).unwrap(),
+    )
+    .unwrap();
+    let run = distribute(&["diff", "--root", "."], scratch.path());
+    // The download and the unzip are named; `!ls` writes nothing.
+    assert!(
+        run.stdout.contains(
+            "cell 1, line 1 runs `wget -q https://example.com/data.zip` in a shell on every worker"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("runs `unzip -q data.zip`"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("runs `ls`"), "{}", run.stdout);
+    assert!(!run.stdout.contains("+import horovod"), "{}", run.stdout);
+    let unsafe_run = distribute(&["diff", "--unsafe-fixes", "--root", "."], scratch.path());
+    assert!(
+        unsafe_run
+            .stdout
+            .contains("import horovod.tensorflow.keras as hvd"),
+        "{}",
+        unsafe_run.stdout
+    );
+}
+
+#[test]
+fn the_init_block_follows_the_first_keras_imports_not_a_late_cell_import() {
+    let scratch = tempfile::tempdir().unwrap();
+    // Standalone Keras 2 (pinned); the last import is in the last cell,
+    // below a download the rewrite makes rank 0 do first.
+    let cells = [
+        "import keras\nfrom keras import layers, models",
+        "from keras.datasets import mnist\n(x, y), _ = mnist.load_data()\nx = x.reshape((-1, 784)).astype('float32') / 255",
+        "model = models.Sequential([layers.Dense(10, activation='softmax', input_shape=(784,))])\nmodel.compile(optimizer='rmsprop', loss='sparse_categorical_crossentropy')\nmodel.fit(x, y, epochs=4, batch_size=128)",
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2])",
+    ];
+    let notebook = serde_json::json!({
+        "cells": cells.iter().map(|source| serde_json::json!({
+            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
+        })).collect::<Vec<_>>(),
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    });
+    let path = scratch.path().join("train.ipynb");
+    std::fs::write(&path, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    std::fs::write(scratch.path().join("requirements.txt"), "keras==2.12.0\n").unwrap();
+    let run = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(run.code, 1, "fix rewrote the notebook: {}", run.stdout);
+    assert!(!run.stdout.contains("DST301"), "{}", run.stdout);
+    let written: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    let source = |index: usize| {
+        written["cells"][index]["source"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // After the run of imports that starts with keras (it goes on into the
+    // second cell), before the download that rank 0 makes first.
+    assert_eq!(source(0), cells[0]);
+    let second = source(1);
+    let init = second.find("hvd.init()").expect("init in the second cell");
+    assert!(
+        init < second.find("if hvd.rank() == 0:").unwrap(),
+        "{second}"
+    );
+    assert_eq!(source(3), cells[3]);
+}

@@ -195,9 +195,7 @@ impl Importer {
         if lines.is_empty() {
             return None;
         }
-        let anchor = body
-            .iter()
-            .find(|stmt| imports_tensorflow(stmt))
+        let anchor = first_ml_import(body)
             .or_else(|| last_import(body))
             .map(span);
         Some(match anchor {
@@ -231,6 +229,35 @@ pub fn imports_tensorflow(stmt: &Stmt) -> bool {
         Stmt::ImportFrom(import) => import.module.as_deref().is_some_and(|module| {
             import.level.is_none_or(|level| level.to_u32() == 0)
                 && (module == "tensorflow" || module.starts_with("tensorflow."))
+        }),
+        _ => false,
+    }
+}
+
+/// The first top-level import of tensorflow, else the end of the run of
+/// imports that holds the first import of standalone keras: what generated
+/// code is placed after. Not the last import: in a notebook the last one may
+/// be many cells below code that the rewrite guards.
+pub fn first_ml_import(body: &[Stmt]) -> Option<&Stmt> {
+    if let Some(tensorflow) = body.iter().find(|stmt| imports_tensorflow(stmt)) {
+        return Some(tensorflow);
+    }
+    let keras = body.iter().position(imports_standalone_keras)?;
+    body[keras..]
+        .iter()
+        .take_while(|stmt| is_import_statement(stmt))
+        .last()
+}
+
+fn imports_standalone_keras(stmt: &Stmt) -> bool {
+    let is_keras = |name: &str| name == "keras" || name.starts_with("keras.");
+    match stmt {
+        Stmt::Import(import) => import
+            .names
+            .iter()
+            .any(|alias| is_keras(alias.name.as_str())),
+        Stmt::ImportFrom(import) => import.module.as_deref().is_some_and(|module| {
+            import.level.is_none_or(|level| level.to_u32() == 0) && is_keras(module)
         }),
         _ => false,
     }

@@ -12,7 +12,7 @@ use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::python::source::line_end_including_newline;
 use crate::rules::importer::{
-    after_docstring_and_future, imports_tensorflow, is_import_statement, last_import,
+    after_docstring_and_future, first_ml_import, is_import_statement, last_import,
 };
 use crate::rules::rewrite::ModuleRewrite;
 
@@ -65,10 +65,16 @@ pub fn run(rewrite: &mut ModuleRewrite) {
 }
 
 /// Where the init block goes: after the run of top-level imports that holds
-/// the tensorflow import (code further down, even above a late import, may
-/// use `hvd`); the last top-level import when tensorflow is imported elsewhere.
+/// the tensorflow import, else the standalone keras import (code further
+/// down, even above a late import, may use `hvd`); the last top-level import
+/// when neither is imported at the top level.
 fn init_anchor(body: &[Stmt]) -> Option<&Stmt> {
-    let Some(first) = body.iter().position(imports_tensorflow) else {
+    let first = first_ml_import(body).map(|found| {
+        body.iter()
+            .position(|stmt| std::ptr::eq(stmt, found))
+            .expect("found in the body")
+    });
+    let Some(first) = first else {
         return last_import(body);
     };
     let run = body[first..]
