@@ -56,7 +56,7 @@ fn compiles_of_keras_model<'a>(
                 .collect()
         }
         Some(model) => dotted_name(model)
-            .map(|name| find_compiles(rewrite, scope_index, &name))
+            .map(|name| find_compiles(rewrite, scope_index, &name, None))
             .unwrap_or_default(),
         None => Vec::new(),
     }

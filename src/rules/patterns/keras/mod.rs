@@ -417,7 +417,7 @@ pub(super) fn wrap_optimizer_compiled_for(
     site: &std::ops::Range<usize>,
     compiled: &mut HashSet<std::ops::Range<usize>>,
 ) {
-    let compiles = find_compiles(rewrite, scope_index, receiver);
+    let compiles = find_compiles(rewrite, scope_index, receiver, Some(site.start));
     for (compile_scope, compile) in &compiles {
         if compiled.insert(span(*compile)) {
             let module = rewrite.module;

@@ -19,11 +19,15 @@ use crate::python::parse::span;
 /// The `compile` call of a model: in the fit's scope first, then anywhere in the module.
 /// Every `receiver.compile(...)` of the first scope that has one (the fit's
 /// scope, the top level, then the others): a model compiled again (to
-/// fine-tune with another optimizer) needs each optimizer wrapped.
+/// fine-tune with another optimizer) needs each optimizer wrapped. With the
+/// fit's offset (`at`), a name bound in the fit's scope counts only the
+/// compiles of the model bound last before the fit (`model = get_model()`
+/// then, further down, `model = Sequential(...)` compiled again).
 pub(crate) fn find_compiles<'a>(
     rewrite: &ModuleRewrite<'a>,
     scope_index: usize,
     receiver: &str,
+    at: Option<usize>,
 ) -> Vec<(usize, &'a ast::ExprCall)> {
     let module = rewrite.module;
     let is_compile = |call: &ast::ExprCall, receiver: Option<&str>| {
@@ -31,20 +35,31 @@ pub(crate) fn find_compiles<'a>(
             if attribute.attr.as_str() == "compile"
                 && receiver.is_none_or(|receiver| dotted_name(&attribute.value).as_deref() == Some(receiver)))
     };
+    let binding = at.and_then(|at| binding_window(&module.scopes[scope_index], receiver, at));
     let mut order: Vec<usize> = vec![scope_index, 0];
     order.extend((0..module.scopes.len()).filter(|index| *index != scope_index && *index != 0));
     for index in order {
         let compiles: Vec<(usize, &ast::ExprCall)> = calls_in_scope(&module.scopes[index])
             .into_iter()
             .filter(|(_, call)| is_compile(call, Some(receiver)))
+            .filter(|(_, call)| {
+                index != scope_index
+                    || binding
+                        .as_ref()
+                        .is_none_or(|window| window.contains(&span(*call).start))
+            })
             .map(|(_, call)| (index, call))
             .collect();
         if !compiles.is_empty() {
             return compiles;
         }
+        // Bound in the fit's scope: compiles elsewhere are of other models.
+        if binding.is_some() {
+            break;
+        }
     }
     // `model = build_model()`: the factory compiles whatever it calls the model.
-    let Some(factory) = factory_scope(rewrite, scope_index, receiver) else {
+    let Some(factory) = factory_scope(rewrite, scope_index, receiver, at) else {
         return Vec::new();
     };
     calls_in_scope(&module.scopes[factory])
@@ -54,16 +69,41 @@ pub(crate) fn find_compiles<'a>(
         .collect()
 }
 
-/// The scope of the module-level function whose call result `receiver` is assigned from.
+/// Where the binding of `name` that a use at `at` sees holds in a scope:
+/// from the last assignment before `at` to the next one after it.
+fn binding_window(scope: &Scope, name: &str, at: usize) -> Option<std::ops::Range<usize>> {
+    let starts = scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name == name)
+        .map(|assignment| span(assignment.statement).start);
+    let bound = starts.clone().filter(|start| *start < at).max()?;
+    let rebound = starts
+        .filter(|start| *start > at)
+        .min()
+        .unwrap_or(usize::MAX);
+    Some(bound..rebound)
+}
+
+/// The scope of the module-level function whose call result `receiver` is
+/// assigned from (by the assignment a use at `at` sees, when given).
 pub(super) fn factory_scope(
     rewrite: &ModuleRewrite,
     scope_index: usize,
     receiver: &str,
+    at: Option<usize>,
 ) -> Option<usize> {
     let module = rewrite.module;
     let mut factory_name = None;
-    for scope in [&module.scopes[scope_index], &module.scopes[0]] {
+    for (index, scope) in [
+        (scope_index, &module.scopes[scope_index]),
+        (0, &module.scopes[0]),
+    ] {
         for stmt in scope.facts.statements.iter().copied() {
+            if index == scope_index && at.is_some_and(|at| span(stmt).start >= at) {
+                continue;
+            }
             if let Stmt::Assign(assign) = stmt
                 && assign
                     .targets

@@ -63,7 +63,8 @@ pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
             refusals.push(steps_differ_per_worker(rewrite, while_loop));
             continue;
         }
-        let compiled = !find_compiles(rewrite, site.scope, &receiver).is_empty()
+        let compiled = !find_compiles(rewrite, site.scope, &receiver, Some(site.range.start))
+            .is_empty()
             || module
                 .compiled_elsewhere
                 .contains(&(site.scope, receiver.clone()));

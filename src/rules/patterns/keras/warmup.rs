@@ -50,7 +50,7 @@ pub(super) fn warmup_callback(
         ));
         return None;
     }
-    let compiles = find_compiles(rewrite, scope_index, receiver);
+    let compiles = find_compiles(rewrite, scope_index, receiver, Some(span(fit).start));
     let [(compile_scope, compile)] = compiles.as_slice() else {
         return None;
     };
