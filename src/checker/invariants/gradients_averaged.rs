@@ -106,10 +106,13 @@ fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
 
 /// A model compiled only to be evaluated (`export_model.compile(...)`, then
 /// only `export_model.evaluate(...)` and `.predict(...)`): no optimizer of it
-/// takes a step. Every use of its name must be such a call.
+/// takes a step. Every use of its name must be such a call; in the compile's
+/// own scope, only the uses while the name holds that model count (the name
+/// bound to another model further down is another model).
 fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
     const NO_STEP: &[&str] = &[
         "compile",
+        "set_weights",
         "evaluate",
         "evaluate_generator",
         "predict",
@@ -130,9 +133,15 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
         return false;
     };
     let name = model.id.as_str();
+    let bound = binding_around(compile.scope, name, compile.range().start);
     let (mut reads, mut calls_without_step) = (0usize, 0usize);
-    for scope in &program.module.scopes {
+    for (index, scope) in program.module.scopes.iter().enumerate() {
         for statement in &scope.facts.statements {
+            if index == compile.scope_index
+                && !bound.contains(&crate::python::parse::span(*statement).start)
+            {
+                continue;
+            }
             walk_statement_expressions(statement, &mut |expr| match expr {
                 Expr::Name(used) if used.id.as_str() == name && used.ctx.is_load() => reads += 1,
                 Expr::Call(call) => {
@@ -148,6 +157,30 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
         }
     }
     reads > 0 && reads == calls_without_step
+}
+
+/// The offsets of a scope where `name` holds what it held at `at`: from its
+/// last assignment before `at` to its next one (the whole scope when it is
+/// not assigned before `at`).
+fn binding_around(
+    scope: &crate::analysis::training::Scope,
+    name: &str,
+    at: usize,
+) -> std::ops::Range<usize> {
+    let starts = scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name == name)
+        .map(|assignment| crate::python::parse::span(assignment.statement).start);
+    let Some(bound) = starts.clone().filter(|start| *start < at).max() else {
+        return 0..usize::MAX;
+    };
+    bound
+        ..starts
+            .filter(|start| *start > at)
+            .min()
+            .unwrap_or(usize::MAX)
 }
 
 /// `super().compile(...)` inside a model class's own `compile`: the

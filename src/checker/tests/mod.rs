@@ -132,6 +132,26 @@ fn gradients_averaged() {
                 ),
             ),
             (
+                "a model compiled and never fitted before its name is bound to the model that trains",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    &format!(
+                        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(optimizer='sgd', loss='mse')\nmodel.summary()\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nopt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))\nmodel.compile(optimizer=opt, loss='mse')\n{fit}"
+                    ),
+                ),
+            ),
+            (
+                "a model compiled, fitted, then its name bound to another",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    &format!(
+                        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(optimizer='sgd', loss='mse')\n{fit}model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.summary()\n"
+                    ),
+                ),
+            ),
+            (
                 "the same second model also fitted",
                 Verdict::Violated,
                 &with(
