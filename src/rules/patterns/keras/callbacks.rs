@@ -123,7 +123,11 @@ pub(super) fn rewrite_callbacks(
         Expr::List(list) => rewrite_callback_list(rewrite, scope, list, warmup),
         Expr::Name(name) => {
             let definitions = list_definitions(rewrite, scope, name.id.as_str());
-            if let [list] = definitions.as_slice() {
+            let reaching = match definitions.as_slice() {
+                [list] => Some(*list),
+                _ => reaching_list_definition(scope, name.id.as_str(), span(fit).start),
+            };
+            if let Some(list) = reaching {
                 rewrite_callback_list(rewrite, scope, list, warmup);
                 guard_writer_appends(rewrite, scope, name.id.as_str());
             } else {
@@ -196,6 +200,40 @@ pub(super) fn list_definitions<'a>(
         return Vec::new();
     }
     definitions
+}
+
+/// The list a name holds at `at` when it is bound several times, each time
+/// by a statement of the scope's own block (a notebook whose cells each make
+/// their `callbacks = [...]` before their fit): the last binding before `at`,
+/// when that is a list written out.
+fn reaching_list_definition<'a>(
+    scope: &Scope<'a>,
+    name: &str,
+    at: usize,
+) -> Option<&'a ast::ExprList> {
+    let mut reaching = None;
+    for stmt in scope.facts.statements.iter().copied() {
+        let Stmt::Assign(assign) = stmt else {
+            continue;
+        };
+        if !assign
+            .targets
+            .iter()
+            .any(|target| matches!(target, Expr::Name(target) if target.id.as_str() == name))
+        {
+            continue;
+        }
+        if !scope.body.iter().any(|top| std::ptr::eq(top, stmt)) {
+            return None;
+        }
+        if span(stmt).end <= at {
+            reaching = Some(assign.value.as_ref());
+        }
+    }
+    match reaching? {
+        Expr::List(list) => Some(list),
+        _ => None,
+    }
 }
 
 pub(super) fn rewrite_callback_list(

@@ -238,7 +238,7 @@ fn rows_one_batch_covers(
         }
         other => other,
     };
-    let rows = literal_rows(rewrite, scope, data, 0)?;
+    let rows = literal_rows(rewrite, scope, data, span(fit).start, 0)?;
     let batch = match keyword(fit, "batch_size").map(|keyword| &keyword.value) {
         None => DEFAULT_BATCH_SIZE,
         Some(value) => literal_int(rewrite, scope, value)?,
@@ -252,6 +252,7 @@ fn literal_rows(
     rewrite: &ModuleRewrite,
     scope: &Scope,
     value: &Expr,
+    at: usize,
     depth: usize,
 ) -> Option<usize> {
     match value {
@@ -259,14 +260,38 @@ fn literal_rows(
         Expr::Tuple(tuple) => Some(tuple.elts.len()),
         Expr::Call(call)
             if dotted_name(&call.func).is_some_and(|name| {
-                name.ends_with(".array") || name.ends_with(".asarray") || name == "array"
+                name.ends_with(".array")
+                    || name.ends_with(".asarray")
+                    || name == "array"
+                    || name.ends_with(".constant")
             }) =>
         {
-            literal_rows(rewrite, scope, call.args.first()?, depth + 1)
+            literal_rows(rewrite, scope, call.args.first()?, at, depth + 1)
+        }
+        // `tf.expand_dims(x, axis=-1)`: a new last axis keeps the rows (a
+        // new first axis would make one row).
+        Expr::Call(call)
+            if dotted_name(&call.func).is_some_and(|name| name.ends_with("expand_dims")) =>
+        {
+            let axis = keyword(call, "axis")
+                .map(|keyword| &keyword.value)
+                .or_else(|| call.args.get(1))?;
+            let keeps_rows = match axis {
+                Expr::UnaryOp(negative) => matches!(negative.op, ast::UnaryOp::USub),
+                Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::Int(number),
+                    ..
+                }) => usize::try_from(number).is_ok_and(|axis| axis >= 1),
+                _ => false,
+            };
+            if !keeps_rows {
+                return None;
+            }
+            literal_rows(rewrite, scope, call.args.first()?, at, depth + 1)
         }
         Expr::Name(name) if depth < 4 => {
-            let assigned = single_assignment(rewrite, scope, name.id.as_str())?;
-            literal_rows(rewrite, scope, assigned, depth + 1)
+            let (statement, assigned) = reaching_assignment(rewrite, scope, name.id.as_str(), at)?;
+            literal_rows(rewrite, scope, assigned, span(statement).start, depth + 1)
         }
         _ => None,
     }
@@ -301,6 +326,30 @@ fn single_assignment<'a>(
         [(_, value)] => Some(*value),
         _ => None,
     }
+}
+
+/// The assignment of `name` a use at `at` sees: the only one, or, when
+/// every assignment of it is a statement of the scope's own block (none in a
+/// branch or a loop), the last one before `at`.
+fn reaching_assignment<'a>(
+    rewrite: &ModuleRewrite<'a>,
+    scope: &Scope<'a>,
+    name: &str,
+    at: usize,
+) -> Option<(&'a ast::Stmt, &'a Expr)> {
+    let assignments = super::optimizer::name_assignments(rewrite, scope, name);
+    if let [only] = assignments.as_slice() {
+        return Some(*only);
+    }
+    let in_block =
+        |statement: &ast::Stmt| scope.body.iter().any(|top| std::ptr::eq(top, statement));
+    if !assignments.iter().all(|(statement, _)| in_block(statement)) {
+        return None;
+    }
+    assignments
+        .into_iter()
+        .rev()
+        .find(|(statement, _)| span(*statement).end <= at)
 }
 
 fn report_full_batch(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall, rows: usize) {
