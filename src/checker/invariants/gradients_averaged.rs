@@ -105,26 +105,22 @@ fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
 }
 
 /// A model compiled only to be evaluated (`export_model.compile(...)`, then
-/// only `export_model.evaluate(...)` and `.predict(...)`): no optimizer of it
-/// takes a step. Every use of its name must be such a call; in the compile's
+/// only `export_model.evaluate(...)`, `.predict(...)`, `.layers`): no
+/// optimizer of it takes a step. Every use of its name must be an attribute
+/// other than a step (`fit`, `train_on_batch`, `optimizer`); in the compile's
 /// own scope, only the uses while the name holds that model count (the name
-/// bound to another model further down is another model).
+/// bound to another model further down is another model), and a function
+/// binding the name itself holds another.
 fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
-    const NO_STEP: &[&str] = &[
-        "compile",
-        "set_weights",
-        "evaluate",
-        "evaluate_generator",
-        "predict",
-        "predict_generator",
-        "predict_on_batch",
-        "test_on_batch",
-        "summary",
-        "save",
-        "save_weights",
-        "load_weights",
-        "get_weights",
-        "to_json",
+    // What makes the model's optimizer step, read from the model.
+    const STEPS: &[&str] = &[
+        "fit",
+        "fit_generator",
+        "train_on_batch",
+        "train_step",
+        "train_function",
+        "make_train_function",
+        "optimizer",
     ];
     let Expr::Attribute(attribute) = compile.site.call.func.as_ref() else {
         return false;
@@ -134,8 +130,19 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
     };
     let name = model.id.as_str();
     let bound = binding_around(compile.scope, name, compile.range().start);
-    let (mut reads, mut calls_without_step) = (0usize, 0usize);
+    // Every read of the name must be an attribute of it (`.predict(...)`,
+    // `.layers`): a model passed on or called may be trained elsewhere.
+    let (mut reads, mut attributes, mut steps) = (0usize, 0usize, 0usize);
     for (index, scope) in program.module.scopes.iter().enumerate() {
+        let binds_its_own = scope.parameters.iter().any(|parameter| parameter == name)
+            || scope
+                .facts
+                .assignments
+                .iter()
+                .any(|assignment| assignment.name == name);
+        if index != compile.scope_index && binds_its_own {
+            continue;
+        }
         for statement in &scope.facts.statements {
             if index == compile.scope_index
                 && !bound.contains(&crate::python::parse::span(*statement).start)
@@ -144,19 +151,18 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
             }
             walk_statement_expressions(statement, &mut |expr| match expr {
                 Expr::Name(used) if used.id.as_str() == name && used.ctx.is_load() => reads += 1,
-                Expr::Call(call) => {
-                    if let Expr::Attribute(method) = call.func.as_ref()
-                        && matches!(method.value.as_ref(), Expr::Name(receiver) if receiver.id.as_str() == name)
-                        && NO_STEP.contains(&method.attr.as_str())
-                    {
-                        calls_without_step += 1;
+                Expr::Attribute(read) if matches!(read.value.as_ref(), Expr::Name(receiver) if receiver.id.as_str() == name) =>
+                {
+                    attributes += 1;
+                    if STEPS.contains(&read.attr.as_str()) {
+                        steps += 1;
                     }
                 }
                 _ => {}
             });
         }
     }
-    reads > 0 && reads == calls_without_step
+    reads > 0 && reads == attributes && steps == 0
 }
 
 /// The offsets of a scope where `name` holds what it held at `at`: from its

@@ -142,6 +142,26 @@ fn gradients_averaged() {
                 ),
             ),
             (
+                "a model compiled to load weights into, read for its layers, and passed to a function only under a parameter of the same name",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    &format!(
+                        "opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))\nmodel.compile(optimizer=opt, loss='mse')\n{fit}def probe(mc_model, x):\n    return mc_model.predict(x)\nmc_model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmc_model.compile(optimizer='sgd', loss='mse')\nmc_model.set_weights(model.get_weights())\nfor layer in mc_model.layers:\n    print(layer.name)\nmc_model.predict(tf.zeros((8, 2)))\n"
+                    ),
+                ),
+            ),
+            (
+                "the same model handed to a function",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    &format!(
+                        "opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))\nmodel.compile(optimizer=opt, loss='mse')\n{fit}def train(m):\n    m.fit(tf.zeros((8, 2)), tf.zeros((8, 1)))\nmc_model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmc_model.compile(optimizer='sgd', loss='mse')\ntrain(mc_model)\n"
+                    ),
+                ),
+            ),
+            (
                 "a model compiled, fitted, then its name bound to another",
                 Verdict::Violated,
                 &with(
