@@ -56,7 +56,7 @@ impl Invariant for ApiExists {
                 && program.is_generated(&call.range())
                 && let Some(reason) = recorded_tensorflow_1.take()
             {
-                decisions.push(Decision::new(API_EXISTS, Verdict::Unknown, call.range(), format!("line {line} calls `tf.config`, which TensorFlow 1 has only from 1.14 on, and {reason}: whether it exists where the program runs is not known")).with_suggestion("run the program on TensorFlow 2 (with Keras 2.3 or later) and run the tool again, or pin each worker's GPU through its session: `config.gpu_options.visible_device_list = str(hvd.local_rank())`"));
+                decisions.push(Decision::new(API_EXISTS, Verdict::Unknown, call.range(), format!("the GPU pinning the rewrite adds at line {line} calls `tf.config`, which TensorFlow 1 has only from 1.14 on, and {reason}: whether it exists where the program runs is not known")).with_suggestion("run the program on TensorFlow 2 (with Keras 2.3 or later) and run the tool again, or pin each worker's GPU through its session: `config.gpu_options.visible_device_list = str(hvd.local_rank())`"));
             }
             if raw.starts_with("horovod.tensorflow.callbacks") {
                 decisions.push(violation(call.range(), format!("line {line} calls `hvd.callbacks`, which `horovod.tensorflow` does not have (only `horovod.tensorflow.keras` does): AttributeError")));

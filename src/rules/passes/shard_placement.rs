@@ -43,8 +43,8 @@ pub(super) fn moved_shard(
 }
 
 /// The name the source is assigned to, when it is also read for an
-/// attribute only the source has or fed to a layer's `adapt`, with where
-/// the last such use ends.
+/// attribute only the source has or fed to a layer's `adapt` (itself or a
+/// stream another name derives from it), with where the last such use ends.
 fn name_used_beside_training(
     rewrite: &ModuleRewrite,
     source: &Range<usize>,
@@ -60,6 +60,18 @@ fn name_used_beside_training(
     })?;
     let name = assignment.name.as_str();
     let top_level = &module.scopes[0];
+    // Names bound to a stream derived from the source's
+    // (`text_only = raw.map(lambda x, y: x)`), which an `adapt` may read.
+    let derived: Vec<&str> = [builder, top_level]
+        .iter()
+        .flat_map(|scope| scope.facts.assignments.iter())
+        .filter(|other| {
+            other.name != name
+                && matches!(chain_root(other.value), Expr::Name(root) if root.id.as_str() == name)
+        })
+        .map(|other| other.name.as_str())
+        .collect();
+    let from_source = |used: &str| used == name || derived.contains(&used);
     let mut last_other_use: Option<usize> = None;
     for scope in [builder, top_level] {
         for statement in &scope.facts.statements {
@@ -72,7 +84,7 @@ fn name_used_beside_training(
                     Expr::Call(call) => {
                         matches!(call.func.as_ref(), Expr::Attribute(method) if method.attr.as_str() == "adapt")
                             && call.args.iter().any(|argument| {
-                                matches!(chain_root(argument), Expr::Name(used) if used.id.as_str() == name)
+                                matches!(chain_root(argument), Expr::Name(used) if from_source(used.id.as_str()))
                             })
                     }
                     _ => false,
