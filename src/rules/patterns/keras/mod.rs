@@ -19,6 +19,7 @@
 
 use crate::rules::passes::fits_driven;
 use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
+mod array_shares;
 mod batch_steps;
 mod callbacks;
 mod fit_split;

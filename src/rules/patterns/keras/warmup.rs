@@ -92,16 +92,14 @@ pub(super) fn warmup_callback(
 }
 
 /// A callback class of the module, built in the fit's callbacks list, that
-/// sets the optimizer's rate itself (a one-cycle policy).
+/// sets the optimizer's rate itself (a one-cycle policy), or Keras'
+/// `LearningRateScheduler`, which sets it at every epoch's start.
 fn callback_setting_rate<'a>(rewrite: &'a ModuleRewrite, fit: &ast::ExprCall) -> Option<&'a str> {
     let Expr::List(callbacks) = &keyword(fit, "callbacks")?.value else {
         return None;
     };
     let class_built = |value: &Expr| match value {
-        Expr::Call(call) => match call.func.as_ref() {
-            Expr::Name(name) => Some(name.id.to_string()),
-            _ => None,
-        },
+        Expr::Call(call) => crate::analysis::walk::dotted_name(&call.func),
         _ => None,
     };
     // Built in the list, or bound to a name first (`cycle = OneCycle(...)`).
@@ -120,6 +118,12 @@ fn callback_setting_rate<'a>(rewrite: &'a ModuleRewrite, fit: &ast::ExprCall) ->
             other => class_built(other).into_iter().collect::<Vec<_>>(),
         })
         .collect();
+    if built
+        .iter()
+        .any(|name| name == "LearningRateScheduler" || name.ends_with(".LearningRateScheduler"))
+    {
+        return Some("LearningRateScheduler");
+    }
     rewrite
         .module
         .module
