@@ -396,6 +396,11 @@ fn split_of_loaded_source(
     let Expr::Subscript(subscript) = picked.value else {
         return None;
     };
+    // `x_full[5000:]` cuts rows of an array a loader returned; a split is
+    // picked by its index or name.
+    if matches!(subscript.slice.as_ref(), Expr::Slice(_)) {
+        return None;
+    }
     let Expr::Name(splits) = subscript.value.as_ref() else {
         return None;
     };
