@@ -30,19 +30,24 @@ pub fn fits_driven_by(
     }) {
         return fits_of_compiled_model(rewrite, scope, compile);
     }
-    // `opt = Adam(...)`, then `model.compile(optimizer=opt)`, in one scope.
+    // `opt = Adam(...)`, then `model.compile(optimizer=opt)`, in one scope;
+    // a name bound again (a notebook's `optimizer = ...` cell after cell)
+    // holds this optimizer only until its next binding.
     let name = assigned_name(scope, &built)?;
+    let holds = binding_of(scope, name, built.start);
     let given: Vec<&&ast::ExprCall> = compiles
         .iter()
+        .filter(|compile| holds.contains(&span(**compile).start))
         .filter(|compile| {
             optimizer_given(compile)
                 .is_some_and(|given| dotted_name(given).as_deref() == Some(name))
         })
         .collect();
     let handed_elsewhere = scope.facts.calls.iter().any(|site| {
-        !given
-            .iter()
-            .any(|compile| std::ptr::eq(**compile, site.call))
+        holds.contains(&span(site.call).start)
+            && !given
+                .iter()
+                .any(|compile| std::ptr::eq(**compile, site.call))
             && site
                 .call
                 .args
@@ -154,6 +159,32 @@ fn assigned_name<'a>(scope: &Scope<'a>, built: &Range<usize>) -> Option<&'a str>
             }
             _ => None,
         })
+}
+
+/// Where `name` holds what its assignment at `assigned_at` gave it: up to
+/// its next assignment in the scope's own block (to the scope's end when an
+/// assignment in a branch or a loop leaves that open).
+fn binding_of(scope: &Scope, name: &str, assigned_at: usize) -> Range<usize> {
+    let mut next = usize::MAX;
+    for assignment in scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name == name)
+    {
+        let start = span(assignment.statement).start;
+        if !scope
+            .body
+            .iter()
+            .any(|top| std::ptr::eq(top, assignment.statement))
+        {
+            return assigned_at..usize::MAX;
+        }
+        if start > assigned_at {
+            next = next.min(start);
+        }
+    }
+    assigned_at..next
 }
 
 fn contains(outer: &Range<usize>, inner: &Range<usize>) -> bool {
