@@ -330,6 +330,19 @@ fn bad_notebooks_are_errors_naming_the_cell_and_nothing_is_written() {
 /// Prints in consecutive cells each get their own rank-0 guard: a guard
 /// spanning cells would leave the second cell indented on its own, which
 /// does not parse (the tool refused the whole notebook that way).
+/// `train.ipynb` in `directory`, one code cell (without outputs) per source.
+fn write_code_cells(directory: &Path, cells: &[&str]) -> PathBuf {
+    let notebook = serde_json::json!({
+        "cells": cells.iter().map(|source| serde_json::json!({
+            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
+        })).collect::<Vec<_>>(),
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    });
+    let path = directory.join("train.ipynb");
+    std::fs::write(&path, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    path
+}
+
 #[test]
 fn rank_zero_guards_of_consecutive_cells_stay_in_their_cells() {
     let scratch = tempfile::tempdir().unwrap();
@@ -340,14 +353,7 @@ fn rank_zero_guards_of_consecutive_cells_stay_in_their_cells() {
         "print('shape', x.shape)",
         "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
     ];
-    let notebook = serde_json::json!({
-        "cells": cells.iter().map(|source| serde_json::json!({
-            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
-        })).collect::<Vec<_>>(),
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    });
-    let path = scratch.path().join("train.ipynb");
-    std::fs::write(&path, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    let path = write_code_cells(scratch.path(), &cells);
     let run = distribute(&["fix", "--root", "."], scratch.path());
     assert_eq!(run.code, 1, "fix rewrote the notebook: {}", run.stdout);
     assert_valid_notebook(&path);
@@ -440,17 +446,7 @@ fn a_shell_download_in_a_notebook_holds_the_rewrite_back_as_unsafe() {
         "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
         "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
     ];
-    let notebook = serde_json::json!({
-        "cells": cells.iter().map(|source| serde_json::json!({
-            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
-        })).collect::<Vec<_>>(),
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    });
-    std::fs::write(
-        scratch.path().join("train.ipynb"),
-        serde_json::to_string_pretty(&notebook).unwrap(),
-    )
-    .unwrap();
+    write_code_cells(scratch.path(), &cells);
     let run = distribute(&["diff", "--root", "."], scratch.path());
     // The download and the unzip are named; `!ls` writes nothing.
     assert!(
@@ -488,14 +484,7 @@ fn the_init_block_follows_the_first_keras_imports_not_a_late_cell_import() {
         "model = models.Sequential([layers.Dense(10, activation='softmax', input_shape=(784,))])\nmodel.compile(optimizer='rmsprop', loss='sparse_categorical_crossentropy')\nmodel.fit(x, y, epochs=4, batch_size=128)",
         "import matplotlib.pyplot as plt\nplt.plot([1, 2])",
     ];
-    let notebook = serde_json::json!({
-        "cells": cells.iter().map(|source| serde_json::json!({
-            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
-        })).collect::<Vec<_>>(),
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    });
-    let path = scratch.path().join("train.ipynb");
-    std::fs::write(&path, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    let path = write_code_cells(scratch.path(), &cells);
     std::fs::write(scratch.path().join("requirements.txt"), "keras==2.12.0\n").unwrap();
     let run = distribute(&["fix", "--root", "."], scratch.path());
     assert_eq!(run.code, 1, "fix rewrote the notebook: {}", run.stdout);
