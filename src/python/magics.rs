@@ -174,7 +174,11 @@ pub fn with_placeholders(text: &str, magics: &CellMagics) -> String {
         let line = &text[range.clone()];
         let indentation = line.len() - line.trim_start().len();
         let body = line.len() - indentation;
-        let statement = magics.is_python && !previous_continues && indentation > 0;
+        // IPython strips a cell's leading indent before it looks for a cell
+        // magic: an indented `%%time` first line is no statement of a block.
+        let is_cell_magic = line.trim_start().starts_with("%%");
+        let statement =
+            magics.is_python && !previous_continues && indentation > 0 && !is_cell_magic;
         let placeholder = if statement && body >= 4 {
             format!("pass{}", " ".repeat(body - 4))
         } else {
@@ -228,6 +232,17 @@ mod tests {
         let timed = find_magics("%%time\nmodel.fit(x)\n");
         assert!(timed.is_python);
         assert_eq!(timed.lines, vec![0..6]);
+    }
+
+    #[test]
+    fn an_indented_cell_magic_line_is_no_statement() {
+        let text = " %%time\n\nmodel.fit(x)\n";
+        let replaced = with_placeholders(text, &find_magics(text));
+        assert_eq!(replaced.len(), text.len());
+        assert!(replaced.starts_with(" #"), "{replaced:?}");
+        assert!(
+            rustpython_parser::parse(&replaced, rustpython_parser::Mode::Module, "<cell>").is_ok()
+        );
     }
 
     #[test]
