@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::{
     Argument, Catalogue, Condition, ConditionTest, Effect, Entry, NameKind, NameRule, Origin,
-    ShardLevel, Shuffling,
+    ShardLevel, ShellProgram, Shuffling,
 };
 
 /// Every `catalogue/*.yml`, embedded by the build script.
@@ -34,6 +34,21 @@ struct FileText {
     calls: BTreeMap<String, EntryText>,
     #[serde(default)]
     names: Vec<NameText>,
+    #[serde(default)]
+    shell: BTreeMap<String, ShellText>,
+}
+
+/// A program a notebook runs in a shell (`!wget URL`): what it does to the
+/// files every worker shares.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ShellText {
+    #[serde(default)]
+    writes: bool,
+    /// Only when one of its words starts with one of these (`-o` of curl,
+    /// `install` of pip); always when absent.
+    #[serde(default)]
+    when_any_word: Vec<String>,
 }
 
 /// The `library:` key of `.distribute.yml`: the same `calls` and `names`
@@ -45,6 +60,8 @@ pub struct UserEntries {
     calls: BTreeMap<String, EntryText>,
     #[serde(default)]
     names: Vec<NameText>,
+    #[serde(default)]
+    shell: BTreeMap<String, ShellText>,
     /// The configuration file, for origins and errors (set after reading).
     #[serde(skip)]
     file: String,
@@ -247,7 +264,30 @@ pub(super) fn read_file(
         message: yaml.to_string(),
     })?;
     let source = Source { file, text };
-    add_entries(catalogue, &source, &parsed.calls, &parsed.names)
+    add_entries(catalogue, &source, &parsed.calls, &parsed.names)?;
+    add_shell_programs(catalogue, &source, &parsed.shell)
+}
+
+fn add_shell_programs(
+    catalogue: &mut Catalogue,
+    source: &Source,
+    programs: &BTreeMap<String, ShellText>,
+) -> Result<(), CatalogueError> {
+    for (name, text) in programs {
+        if !text.writes {
+            return Err(source.error(
+                name,
+                format!("{name}: a shell program is listed for what it does: `writes: true`"),
+            ));
+        }
+        catalogue.shell.insert(
+            name.clone(),
+            ShellProgram {
+                when_any_word: text.when_any_word.clone(),
+            },
+        );
+    }
+    Ok(())
 }
 
 /// The text entries came from, for origins and errors.
@@ -542,5 +582,6 @@ impl UserEntries {
         };
         // Checked when read: no error is left here.
         let _ = add_entries(catalogue, &source, &self.calls, &self.names);
+        let _ = add_shell_programs(catalogue, &source, &self.shell);
     }
 }

@@ -356,6 +356,15 @@ impl NameRule {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Eq)]
+/// A program run in a shell that writes files where it runs (a download,
+/// an archive unpacked, a clone).
+pub struct ShellProgram {
+    /// Only when a word of the command starts with one of these; always
+    /// when empty.
+    pub when_any_word: Vec<String>,
+}
+
 /// The catalogue: callables by dotted name (a `*` stands for one segment),
 /// methods of catalogued types as `Type.method`, and what unknown names say.
 #[derive(Debug, Clone, Default)]
@@ -366,6 +375,8 @@ pub struct Catalogue {
     /// `method` -> entry, for a method whatever its receiver.
     any_receiver: HashMap<String, Entry>,
     names: Vec<NameRule>,
+    /// Programs a notebook runs in a shell, by name.
+    shell: HashMap<String, ShellProgram>,
 }
 
 impl Catalogue {
@@ -425,6 +436,22 @@ impl Catalogue {
         receiver_type
             .and_then(|receiver| self.call(&format!("{receiver}.{method}")))
             .or_else(|| self.any_receiver.get(method))
+    }
+
+    /// Whether a shell command line (`wget -q URL`) writes files where it
+    /// runs: the catalogue knows its program, and its words say it writes.
+    pub fn shell_command_writes(&self, command: &str) -> bool {
+        let mut words = command.split_whitespace();
+        let Some(program) = words.next().and_then(|name| self.shell.get(name)) else {
+            return false;
+        };
+        program.when_any_word.is_empty()
+            || words.any(|word| {
+                program
+                    .when_any_word
+                    .iter()
+                    .any(|wanted| word.starts_with(wanted.as_str()))
+            })
     }
 
     /// What an unknown call's name says it does, if anything.

@@ -204,7 +204,7 @@ fn a_bad_entry_is_an_error_naming_the_file_and_line() {
 
 #[test]
 fn user_entries_override_and_extend() {
-    let text = "calls:\n  mylib.io.save_artifact:\n    writes: {path: 0}\n  os.mkdir:\n    creates-directory: {path: 0, race-free-when: {keyword: exist_ok, truthy: true}}\nnames:\n  - {word: persist, applies-to: both, effect: writes}\n";
+    let text = "calls:\n  mylib.io.save_artifact:\n    writes: {path: 0}\n  os.mkdir:\n    creates-directory: {path: 0, race-free-when: {keyword: exist_ok, truthy: true}}\nnames:\n  - {word: persist, applies-to: both, effect: writes}\nshell:\n  fetch-data: {writes: true}\n";
     let user: UserEntries = serde_yaml::from_str(text).expect("valid");
     let user = user.checked(".distribute.yml", text).expect("checked");
     let catalogue = Catalogue::extended(&user);
@@ -219,6 +219,7 @@ fn user_entries_override_and_extend() {
     let mkdir = catalogue.call("os.mkdir").expect("still there");
     assert_eq!(mkdir.origin.file, ".distribute.yml");
     assert!(catalogue.by_name("persist_state", false).is_some());
+    assert!(catalogue.shell_command_writes("fetch-data --all"));
     // The built-in catalogue itself is untouched.
     assert_eq!(
         Catalogue::builtin()
@@ -226,4 +227,22 @@ fn user_entries_override_and_extend() {
             .map(|entry| entry.origin.file.as_str()),
         Some("catalogue/filesystem.yml")
     );
+}
+
+#[test]
+fn shell_programs_say_which_command_lines_write() {
+    let catalogue = Catalogue::builtin();
+    assert!(catalogue.shell_command_writes("wget -q https://example.com/a.zip"));
+    // `curl URL` prints; `-o` or `-O` writes a file.
+    assert!(!catalogue.shell_command_writes("curl https://example.com"));
+    assert!(catalogue.shell_command_writes("curl -sSL -o a.zip https://example.com/a.zip"));
+    assert!(!catalogue.shell_command_writes("pip install -q keras-tuner"));
+    assert!(!catalogue.shell_command_writes("nvidia-smi"));
+
+    let text = "family: x\nshell:\n  tool: {writes: false}\n";
+    let mut read = Catalogue::default();
+    let error = super::load::read_file(&mut read, "catalogue/x.yml", text)
+        .expect_err("a listed program writes");
+    assert_eq!(error.line, Some(3));
+    assert!(error.to_string().contains("`writes: true`"));
 }

@@ -74,39 +74,14 @@ impl Invariant for RankZeroWrites {
     }
 }
 
-/// Shell programs that write files where they run (a download, an archive
-/// unpacked, a folder made or removed, a clone): every worker running one
-/// writes the same files at once. Readers (`ls`, `cat`, `nvidia-smi`) and
-/// installers (`pip`, which finds its packages there and writes nothing) are
-/// not listed.
-const WRITING_SHELL_PROGRAMS: &[&str] = &[
-    "wget",
-    "curl",
-    "tar",
-    "unzip",
-    "gunzip",
-    "gzip",
-    "7z",
-    "unrar",
-    "gdown",
-    "git",
-    "kaggle",
-    "mkdir",
-    "rm",
-    "cp",
-    "mv",
-    "ln",
-    "touch",
-    "rsync",
-    "gsutil",
-    "aws",
-    "writefile",
-];
-
-/// A notebook's shell lines that write files: the tool does not rewrite
+/// A notebook's shell lines that write files (the catalogue's `shell:`
+/// programs, or any line redirecting its output): the tool does not rewrite
 /// shell lines, so each runs on every worker (an open obligation: the user
-/// may run them once before launching).
+/// may run them once before launching). Installers are not listed: a
+/// package already installed is found, and a launch presumes its workers'
+/// environment is set up.
 fn shell_writes(program: &Program) -> Vec<Decision> {
+    let catalogue = &program.analysis.catalogue;
     program
         .module
         .module
@@ -114,16 +89,7 @@ fn shell_writes(program: &Program) -> Vec<Decision> {
         .shell_commands
         .iter()
         .filter(|shell| {
-            let mut words = shell.command.split_whitespace();
-            let program_name = words.next().unwrap_or_default();
-            // `curl URL` prints to the terminal; `-o`, `-O` or `>` write a file.
-            let curl_prints = program_name == "curl"
-                && !shell
-                    .command
-                    .split_whitespace()
-                    .any(|word| word.starts_with("-o") || word.starts_with("-O") || word.starts_with("--output") || word.starts_with("--remote-name"));
-            let redirects = shell.command.contains('>');
-            (WRITING_SHELL_PROGRAMS.contains(&program_name) && !curl_prints) || redirects
+            catalogue.shell_command_writes(&shell.command) || shell.command.contains('>')
         })
         .map(|shell| {
             let line = program.line(shell.range.start);
