@@ -375,19 +375,28 @@ fn rank_zero_guards_of_consecutive_cells_stay_in_their_cells() {
 /// A standalone-Keras notebook whose cell showing `keras.__version__`
 /// recorded `version` as its output.
 fn keras_notebook_recording(version: &str) -> tempfile::TempDir {
+    let shown = serde_json::json!([{
+        "output_type": "execute_result", "execution_count": 1, "metadata": {},
+        "data": {"text/plain": format!("'{version}'")},
+    }]);
+    keras_notebook_whose_import_recorded("import keras\nkeras.__version__", shown)
+}
+
+/// A standalone-Keras notebook whose first cell (`import_cell`) recorded
+/// `outputs`.
+fn keras_notebook_whose_import_recorded(
+    import_cell: &str,
+    outputs: serde_json::Value,
+) -> tempfile::TempDir {
     let scratch = tempfile::tempdir().unwrap();
     let cell = |source: &str, outputs: serde_json::Value| {
         serde_json::json!({
             "cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": outputs, "source": source,
         })
     };
-    let shown = serde_json::json!([{
-        "output_type": "execute_result", "execution_count": 1, "metadata": {},
-        "data": {"text/plain": format!("'{version}'")},
-    }]);
     let notebook = serde_json::json!({
         "cells": [
-            cell("import keras\nkeras.__version__", shown),
+            cell(import_cell, outputs),
             cell("import numpy as np\nfrom keras import layers, models\nx = np.random.rand(256, 4)\ny = x.sum(axis=1)", serde_json::json!([])),
             cell("model = models.Sequential([layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer='sgd', loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)", serde_json::json!([])),
         ],
@@ -439,10 +448,35 @@ fn the_keras_a_notebook_recorded_decides_its_generation() {
 }
 
 #[test]
+fn a_notebook_that_ran_multi_backend_keras_is_keras_2_and_held_back_as_unsafe() {
+    // The import printed multi-backend Keras's banner (Keras 2.3 or
+    // earlier): Keras 2, not Keras 3, but the TensorFlow under it may lack
+    // the `tf.config` the rewrite pins GPUs with.
+    let banner = serde_json::json!([{
+        "output_type": "stream", "name": "stderr", "text": ["Using TensorFlow backend.\n"],
+    }]);
+    let scratch = keras_notebook_whose_import_recorded("import keras", banner);
+    let run = distribute(&["diff", "--root", "."], scratch.path());
+    assert!(run.stdout.contains("DST120"), "{}", run.stdout);
+    assert!(!run.stdout.contains("DST103"), "{}", run.stdout);
+    assert!(run.stdout.contains("DST309"), "{}", run.stdout);
+    assert!(run.stdout.contains("multi-backend Keras"), "{}", run.stdout);
+    assert!(!run.stdout.contains("+import horovod"), "{}", run.stdout);
+    let unsafe_run = distribute(&["diff", "--unsafe-fixes", "--root", "."], scratch.path());
+    assert!(
+        unsafe_run
+            .stdout
+            .contains("hvd.DistributedOptimizer(keras.optimizers.SGD("),
+        "the optimizer a standalone Keras 2 model is given comes from that Keras: {}",
+        unsafe_run.stdout
+    );
+}
+
+#[test]
 fn a_shell_download_in_a_notebook_holds_the_rewrite_back_as_unsafe() {
     let scratch = tempfile::tempdir().unwrap();
     let cells = [
-        "!wget -q https://example.com/data.zip\n!unzip -q data.zip\n!ls",
+        "!wget -q https://example.com/data.zip\n!unzip -q data.zip\n!ls\n!pip list\n!pip install -q mylib",
         "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
         "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
     ];
@@ -462,6 +496,9 @@ fn a_shell_download_in_a_notebook_holds_the_rewrite_back_as_unsafe() {
         run.stdout
     );
     assert!(!run.stdout.contains("runs `ls`"), "{}", run.stdout);
+    // Installing or listing packages writes nothing the job reads.
+    assert!(!run.stdout.contains("runs `pip install"), "{}", run.stdout);
+    assert!(!run.stdout.contains("runs `pip list`"), "{}", run.stdout);
     assert!(!run.stdout.contains("+import horovod"), "{}", run.stdout);
     let unsafe_run = distribute(&["diff", "--unsafe-fixes", "--root", "."], scratch.path());
     assert!(

@@ -149,6 +149,17 @@ impl Bindings {
         candidates.first().map(|name| name.as_str())
     }
 
+    /// The local name bound to exactly `qualified` as imported (`keras`
+    /// itself, where `name_for` takes it for `tensorflow.keras`).
+    pub fn name_for_as_imported(&self, qualified: &str) -> Option<&str> {
+        self.iter()
+            .filter(|(_, binding)| {
+                binding.kind != BindingKind::Assumed && binding.qualified == qualified
+            })
+            .map(|(name, _)| name.as_str())
+            .min()
+    }
+
     /// Whether any local name is bound (by any means) to `name`.
     pub fn is_bound(&self, name: &str) -> bool {
         self.get(name).is_some()

@@ -135,7 +135,11 @@ pub fn recorded_tensorflow_1(module: &Module) -> Option<String> {
         Some((2, minor)) if minor < 3 && recorded.tensorflow.is_none() => Some(format!(
             "the notebook recorded Keras 2.{minor} as its `keras.__version__`, a Keras that runs on TensorFlow 1"
         )),
-        _ => None,
+        Some(_) => None,
+        None if recorded.multi_backend_keras && recorded.tensorflow.is_none() => Some(
+            "the notebook recorded multi-backend Keras (its import printed \"Using TensorFlow backend.\"), Keras 2.3 or earlier, which ran on TensorFlow 1 until 2.3".to_string(),
+        ),
+        None => None,
     }
 }
 
@@ -161,6 +165,11 @@ pub fn generation_of(pin: Option<&KerasGeneration>, module: &Module) -> KerasGen
             KerasGeneration::Three { reason }
         } else {
             KerasGeneration::Two { reason }
+        };
+    }
+    if module.source.recorded.multi_backend_keras {
+        return KerasGeneration::Two {
+            reason: "the notebook recorded its import printing \"Using TensorFlow backend.\", which only multi-backend Keras 2 prints".to_string(),
         };
     }
     match uses_keras_2_only_api(module) {
@@ -205,6 +214,22 @@ fn keras_backend_set(body: &[Stmt]) -> Option<String> {
         },
         _ => None,
     })
+}
+
+/// `ModelCheckpoint("weights.{epoch:02d}.hdf5", ...)`: a literal path
+/// ending in `.hdf5`.
+fn checkpoints_to_hdf5(call: &ast::ExprCall) -> bool {
+    let is_checkpoint = dotted_name(&call.func)
+        .is_some_and(|name| name == "ModelCheckpoint" || name.ends_with(".ModelCheckpoint"));
+    let path = call.args.first().or_else(|| {
+        call.keywords
+            .iter()
+            .find(|keyword| keyword.arg.as_deref() == Some("filepath"))
+            .map(|keyword| &keyword.value)
+    });
+    is_checkpoint
+        && matches!(path, Some(Expr::Constant(ast::ExprConstant { value: ast::Constant::Str(path), .. }))
+            if path.ends_with(".hdf5"))
 }
 
 /// Keras 2 only: `fit_generator`, the `lr=` keyword of optimizers, the
@@ -259,6 +284,10 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<String> {
             "`keras.wrappers.scikit_learn`, which Keras 3 removed",
         ),
         (
+            "keras.layers.wrappers",
+            "`keras.layers.wrappers`, which Keras 3 removed",
+        ),
+        (
             "keras.preprocessing.text",
             "`keras.preprocessing.text`, which Keras 3 removed",
         ),
@@ -272,11 +301,17 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<String> {
         ));
     }
     let (mut fit_generator, mut lr, mut merge) = (false, false, imports("keras.layers.merge"));
+    let (mut class_predictions, mut hdf5_checkpoint) = (false, false);
     crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
         crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| match expr {
             Expr::Call(call) => {
-                fit_generator |= matches!(call.func.as_ref(), Expr::Attribute(attribute)
-                    if attribute.attr.as_str() == "fit_generator");
+                let method = match call.func.as_ref() {
+                    Expr::Attribute(attribute) => Some(attribute.attr.as_str()),
+                    _ => None,
+                };
+                fit_generator |= method == Some("fit_generator");
+                class_predictions |= matches!(method, Some("predict_proba" | "predict_classes"));
+                hdf5_checkpoint |= checkpoints_to_hdf5(call);
                 lr |= call
                     .keywords
                     .iter()
@@ -294,6 +329,14 @@ pub fn uses_keras_2_only_api(module: &Module) -> Option<String> {
         (fit_generator, "`fit_generator`, which Keras 3 removed"),
         (lr, "the `lr=` keyword, which Keras 3 removed"),
         (merge, "`keras.layers.merge`, which Keras 3 removed"),
+        (
+            class_predictions,
+            "`predict_proba` or `predict_classes`, which only Keras before 2.6 has",
+        ),
+        (
+            hdf5_checkpoint,
+            "a `ModelCheckpoint` to an `.hdf5` file, which Keras 3 refuses (it writes `.keras` or `.weights.h5` files)",
+        ),
     ]
     .into_iter()
     .find_map(|(used, why)| used.then(|| why.to_string()))
@@ -419,6 +462,20 @@ mod tests {
         assert!(
             uses_keras_2_only_api(&module("model.fit(x, y)  # not fit_generator(, lr=\n"))
                 .is_none()
+        );
+        assert!(
+            uses_keras_2_only_api(&module("from keras.layers.wrappers import Bidirectional\n"))
+                .is_some()
+        );
+        assert!(uses_keras_2_only_api(&module("p = model.predict_proba(x)\n")).is_some());
+        assert!(
+            uses_keras_2_only_api(&module(
+                "c = ModelCheckpoint(filepath='out/weights.{epoch:02d}.hdf5')\n"
+            ))
+            .is_some()
+        );
+        assert!(
+            uses_keras_2_only_api(&module("c = ModelCheckpoint('best.weights.h5')\n")).is_none()
         );
     }
 }

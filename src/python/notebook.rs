@@ -129,7 +129,13 @@ pub struct ShellCommand {
 pub struct RecordedVersions {
     pub keras: Option<(u32, u32)>,
     pub tensorflow: Option<(u32, u32)>,
+    /// An import printed `Using TensorFlow backend.`: standalone Keras 2.3
+    /// or earlier, which ran on a backend of its choice.
+    pub multi_backend_keras: bool,
 }
+
+/// What multi-backend Keras (2.3 and earlier) prints when it is imported.
+const MULTI_BACKEND_KERAS_BANNER: &str = "Using TensorFlow backend.";
 
 /// The major and minor of the first version in a text (`2.0.8`,
 /// `TensorFlow version: 2.12.0`, `>=2.4`).
@@ -225,9 +231,9 @@ impl Notebook {
         &self.python
     }
 
-    /// The text the notebook recorded as output (displayed values and
-    /// printed streams) of the code cells whose source `shows` accepts.
-    pub fn recorded_outputs(&self, shows: impl Fn(&str) -> bool) -> Vec<String> {
+    /// Each code cell's source with the texts of its recorded outputs
+    /// (shown values and printed streams), from one parse of the notebook.
+    fn sources_with_outputs(&self) -> Vec<(String, Vec<String>)> {
         let Ok(notebook) = serde_json::from_str::<serde_json::Value>(&self.raw) else {
             return Vec::new();
         };
@@ -242,36 +248,56 @@ impl Notebook {
         let cells = notebook["cells"].as_array().cloned().unwrap_or_default();
         cells
             .iter()
-            .filter(|cell| cell["cell_type"] == "code" && shows(&text(&cell["source"])))
-            .flat_map(|cell| cell["outputs"].as_array().cloned().unwrap_or_default())
-            .map(|output| {
-                let shown = &output["data"]["text/plain"];
-                if shown.is_null() {
-                    text(&output["text"])
-                } else {
-                    text(shown)
-                }
+            .filter(|cell| cell["cell_type"] == "code")
+            .map(|cell| {
+                let outputs = cell["outputs"].as_array().cloned().unwrap_or_default();
+                let shown = outputs
+                    .iter()
+                    .map(|output| {
+                        let shown = &output["data"]["text/plain"];
+                        if shown.is_null() {
+                            text(&output["text"])
+                        } else {
+                            text(shown)
+                        }
+                    })
+                    .collect();
+                (text(&cell["source"]), shown)
             })
             .collect()
     }
 
     /// The releases the notebook recorded as the output of cells that show
-    /// `keras.__version__` and `tf.__version__` (what it last ran with).
+    /// `keras.__version__` and `tf.__version__` (what it last ran with), and
+    /// whether an import printed multi-backend Keras's banner.
     pub fn recorded_versions(&self) -> RecordedVersions {
+        let cells = self.sources_with_outputs();
         let shows_tensorflow = |source: &str| {
             source.contains("tf.__version__") || source.contains("tensorflow.__version__")
         };
-        let first = |texts: Vec<String>| texts.iter().find_map(|text| first_version(text));
+        // A cell showing both would leave which is which unknown, and
+        // `tf.keras.__version__` is TensorFlow's own (`2.2.4-tf`).
+        let shows_keras = |source: &str| {
+            source.contains("keras.__version__")
+                && !source.contains("tf.keras.__version__")
+                && !source.contains("tensorflow.keras.__version__")
+                && !shows_tensorflow(source)
+        };
+        let first = |shows: &dyn Fn(&str) -> bool| {
+            cells
+                .iter()
+                .filter(|(source, _)| shows(source))
+                .flat_map(|(_, outputs)| outputs)
+                .find_map(|text| first_version(text))
+        };
         RecordedVersions {
-            // A cell showing both would leave which is which unknown, and
-            // `tf.keras.__version__` is TensorFlow's own (`2.2.4-tf`).
-            keras: first(self.recorded_outputs(|source| {
-                source.contains("keras.__version__")
-                    && !source.contains("tf.keras.__version__")
-                    && !source.contains("tensorflow.keras.__version__")
-                    && !shows_tensorflow(source)
-            })),
-            tensorflow: first(self.recorded_outputs(shows_tensorflow)),
+            keras: first(&shows_keras),
+            tensorflow: first(&shows_tensorflow),
+            multi_backend_keras: cells.iter().any(|(_, outputs)| {
+                outputs
+                    .iter()
+                    .any(|text| text.contains(MULTI_BACKEND_KERAS_BANNER))
+            }),
         }
     }
 

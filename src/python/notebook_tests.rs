@@ -279,4 +279,27 @@ fn recorded_versions_are_read_from_the_outputs_of_cells_showing_them() {
     let recorded = Notebook::parse(raw).unwrap().recorded_versions();
     assert_eq!(recorded.keras, Some((2, 2)));
     assert_eq!(recorded.tensorflow, Some((1, 13)));
+    assert!(recorded.multi_backend_keras);
+}
+
+#[test]
+fn only_the_banner_of_multi_backend_keras_says_it_ran() {
+    let notebook = |printed: &str| {
+        serde_json::json!({
+            "cells": [{"cell_type": "code", "metadata": {}, "source": "from keras.models import Sequential",
+                "outputs": [{"output_type": "stream", "name": "stderr", "text": [printed]}]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        })
+        .to_string()
+    };
+    let recorded = |printed| {
+        Notebook::parse(notebook(printed))
+            .unwrap()
+            .recorded_versions()
+    };
+    assert!(recorded("Using TensorFlow backend.\n").multi_backend_keras);
+    assert!(
+        !recorded("2024-01-01 I tensorflow/core: oneDNN custom operations are on\n")
+            .multi_backend_keras
+    );
 }

@@ -27,6 +27,9 @@ pub struct RewriteContext<'a> {
     pub hvd: String,
     /// The module's name for tensorflow (`tf`, `tensorflow`, ...).
     pub tf: String,
+    /// The module's name for standalone Keras when the module trains with
+    /// Keras 2's own (`horovod.keras`).
+    pub keras: Option<String>,
     /// The module's name for `horovod.tensorflow` when a Keras module needs it
     /// too (the tape of a model's own `train_step`).
     pub horovod_tensorflow: Option<String>,

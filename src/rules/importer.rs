@@ -82,8 +82,13 @@ impl Importer {
             return name.to_string();
         }
         let name = names.fresh(candidates);
+        let statement = if name == module {
+            format!("import {module}")
+        } else {
+            format!("import {module} as {name}")
+        };
         self.pending.push(PendingImport {
-            statement: format!("import {module} as {name}"),
+            statement,
             name: name.clone(),
         });
         name
@@ -183,8 +188,9 @@ impl Importer {
         generated: &[Edit],
     ) -> Option<Edit> {
         let used = |import: &&PendingImport| {
-            let prefix = format!("{}.", import.name);
-            generated.iter().any(|edit| edit.content.contains(&prefix))
+            generated
+                .iter()
+                .any(|edit| uses_name(&edit.content, &import.name))
         };
         let lines: Vec<String> = self
             .pending
@@ -208,6 +214,18 @@ impl Importer {
             ),
         })
     }
+}
+
+/// Whether `text` reads an attribute of `name` (`keras.optimizers`, not
+/// `tf.keras.optimizers`).
+fn uses_name(text: &str, name: &str) -> bool {
+    let prefix = format!("{name}.");
+    text.match_indices(&prefix).any(|(at, _)| {
+        !text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|before| before.is_alphanumeric() || before == '_' || before == '.')
+    })
 }
 
 /// Modules that offer the same Horovod API: standalone Keras 2's

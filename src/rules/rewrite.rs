@@ -148,6 +148,13 @@ impl<'a> ModuleRewrite<'a> {
             None
         };
         let tf = importer.bind_tensorflow(module, &mut names);
+        // Standalone Keras 2 before 2.4 takes only its own optimizers, not
+        // tf.keras ones: optimizers the rewrite builds come from it.
+        let keras =
+            (wanted == "horovod.keras").then(|| match bindings.name_for_as_imported("keras") {
+                Some(name) => name.to_string(),
+                None => importer.bind(bindings, "keras", &["keras", "keras_"], &mut names),
+            });
         let context = RewriteContext {
             analysis,
             module,
@@ -156,6 +163,7 @@ impl<'a> ModuleRewrite<'a> {
             plugin,
             hvd,
             tf,
+            keras,
             horovod_tensorflow,
             stylist: Stylist::detect(text, &module.module.body),
             had_horovod,

@@ -480,13 +480,15 @@ pub(super) fn build_optimizer(
     compile: &ast::ExprCall,
     class: &str,
 ) -> String {
-    let keras = rewrite
-        .module
-        .module
-        .bindings
-        .name_for("tensorflow.keras")
-        .map(String::from)
-        .unwrap_or_else(|| format!("{}.keras", rewrite.tf));
+    let keras = rewrite.keras.clone().unwrap_or_else(|| {
+        rewrite
+            .module
+            .module
+            .bindings
+            .name_for("tensorflow.keras")
+            .map(String::from)
+            .unwrap_or_else(|| format!("{}.keras", rewrite.tf))
+    });
     let default = library::keras_default_learning_rate(class).unwrap_or("0.001");
     // With eager execution off, `compile(optimizer="adam")` builds a legacy
     // optimizer; the TF 2.11+ one fails there (it calls `.numpy()`).
