@@ -300,7 +300,7 @@ fn fit_receiver(module: &ModuleFacts, scope: &ScopeFacts, call: &ast::ExprCall) 
         Expr::Name(receiver) => {
             let name = receiver.id.as_str();
             if scope.models.contains(name) {
-                true
+                !holds_another_librarys_value(module, scope, name, call)
             } else if scope.scope.parameters.iter().any(|p| p == name)
                 && module.imports_tensorflow
                 && has_keras_fit_keyword(call)
@@ -324,6 +324,46 @@ fn fit_receiver(module: &ModuleFacts, scope: &ScopeFacts, call: &ast::ExprCall) 
     } else {
         FitReceiver::NotAModel
     }
+}
+
+/// Whether `name`, where `call` runs, holds what a call into a library other
+/// than TensorFlow, Keras or the package returned (`model = ARIMA(series)`,
+/// then statsmodels' own `model.fit()`): no Keras model, whatever the name
+/// holds elsewhere in the module (a notebook rebinds `model` cell after cell).
+fn holds_another_librarys_value(
+    module: &ModuleFacts,
+    scope: &ScopeFacts,
+    name: &str,
+    call: &ast::ExprCall,
+) -> bool {
+    let at = crate::python::parse::span(call).start;
+    let Some(assignment) = scope
+        .scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name == name)
+        .rfind(|assignment| crate::python::parse::span(assignment.statement).end <= at)
+    else {
+        return false;
+    };
+    let Expr::Call(value) = assignment.value else {
+        return false;
+    };
+    let Some(callee) = callee_name(module.package, module.module, scope.scope, &value.func) else {
+        return false;
+    };
+    let root = callee.split('.').next().unwrap_or_default();
+    let deep_learning = matches!(root, "tensorflow" | "keras" | "tf_keras" | "horovod");
+    !deep_learning
+        && matches!(module.package.resolve_symbol(&callee), Symbol::External)
+        && !creates_model(
+            module.package,
+            module.module,
+            scope.scope,
+            value,
+            &HashSet::new(),
+        )
 }
 
 /// A call of a function of another package module that builds a train op
