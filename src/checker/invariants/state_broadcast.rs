@@ -371,7 +371,7 @@ fn session_broadcast(
                 Some("tensorflow.Session" | "tensorflow.InteractiveSession")
             )
         })
-        .filter(|session| trains_in(session, calls, &train_ops))
+        .filter(|session| trains_in(program, session, calls, &train_ops))
         .count();
     let broadcasts = calls
         .iter()
@@ -422,8 +422,14 @@ fn session_broadcast(
 }
 
 /// Whether the session a call makes (`with tf.Session() as sess:`,
-/// `sess = tf.Session()`) runs a train op.
-fn trains_in(session: &ScopedCall, calls: &[ScopedCall], train_ops: &[String]) -> bool {
+/// `sess = tf.Session()`) runs a train op, or may: it is handed to other
+/// code, which the checker does not follow.
+fn trains_in(
+    program: &Program,
+    session: &ScopedCall,
+    calls: &[ScopedCall],
+    train_ops: &[String],
+) -> bool {
     let bound = session
         .scope
         .facts
@@ -452,6 +458,7 @@ fn trains_in(session: &ScopedCall, calls: &[ScopedCall], train_ops: &[String]) -
         session.site.statement,
         rustpython_parser::ast::Stmt::With(_)
     );
+    let is_session = |expr: &Expr| dotted_name(expr).as_deref() == Some(name.as_str());
     calls.iter().any(|call| {
         let at = span(call.site.statement);
         let inside = if is_with {
@@ -459,17 +466,35 @@ fn trains_in(session: &ScopedCall, calls: &[ScopedCall], train_ops: &[String]) -
         } else {
             made.end <= at.start && at.start < rebound
         };
-        std::ptr::eq(call.scope, session.scope)
-            && inside
-            && matches!(call.site.call.func.as_ref(), Expr::Attribute(attribute)
-            if attribute.attr.as_str() == "run"
-                && dotted_name(&attribute.value).as_deref() == Some(name.as_str()))
+        let runs_a_train_op = matches!(call.site.call.func.as_ref(), Expr::Attribute(attribute)
+            if attribute.attr.as_str() == "run" && is_session(&attribute.value))
             && call.site.call.args.first().is_some_and(|fetches| {
                 let mut runs = false;
                 walk_expression(fetches, &mut |inner| {
                     runs |= dotted_name(inner).is_some_and(|fetched| train_ops.contains(&fetched));
                 });
                 runs
-            })
+            });
+        // `net.train(sess, ...)`: the package's code handed the session may
+        // run the step (a library's, `saver.restore(sess, path)`, does not).
+        let library = call
+            .callee
+            .as_deref()
+            .is_some_and(|callee| callee.starts_with("tensorflow"))
+            || !matches!(
+                program.known(call),
+                crate::analysis::effects::Known::Nothing
+            );
+        let hands_the_session_over = !library
+            && (call.site.call.args.iter().any(is_session)
+                || call
+                    .site
+                    .call
+                    .keywords
+                    .iter()
+                    .any(|keyword| is_session(&keyword.value)));
+        std::ptr::eq(call.scope, session.scope)
+            && inside
+            && (runs_a_train_op || hands_the_session_over)
     })
 }

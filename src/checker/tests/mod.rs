@@ -248,6 +248,11 @@ const TWO_TAPE_LOOPS: &str = "model = tf.keras.Sequential([tf.keras.layers.Dense
 const TAPE_STEP: &str = "    with tf.GradientTape() as tape:\n        loss = tf.reduce_sum(model(tf.ones((2, 2))))\n    tape = hvd.DistributedGradientTape(tape)\n    grads = tape.gradient(loss, model.trainable_variables)\n    opt.apply_gradients(zip(grads, model.trainable_variables))\n";
 const FIRST_BROADCAST: &str = "    if not done:\n        hvd.broadcast_variables(model.variables, root_rank=0)\n        done = True\n";
 
+/// A class whose method runs the train op of the session it is handed, and
+/// a first session that trains through it, broadcast after its initialiser.
+const SESSION_NET: &str = "class Net:\n    def __init__(self):\n        self.x = tf.Variable(1.0)\n        opt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\n        self.train_op = opt.minimize(self.x * self.x)\n    def train(self, session):\n        for step in range(10):\n            session.run(self.train_op)\nnet = Net()\nsaver = tf.train.Saver()\n";
+const TRAINING_SESSION: &str = "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n    sess.run(hvd.broadcast_global_variables(0))\n    net.train(sess)\n    saver.save(sess, 'ckpt/model')\n";
+
 #[test]
 fn initial_state_broadcast() {
     assert_table(
@@ -295,6 +300,26 @@ fn initial_state_broadcast() {
                 &with(
                     KERAS,
                     "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam()), loss='mse')\nmodel.fit(tf.zeros((8, 2)), tf.zeros((8, 1)), callbacks=make_callbacks())\n",
+                ),
+            ),
+            (
+                "two sessions handed to a method that may train, one broadcast",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    &format!(
+                        "{SESSION_NET}{TRAINING_SESSION}with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n    net.train(sess)\n"
+                    ),
+                ),
+            ),
+            (
+                "a second session that only restores and evaluates",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "{SESSION_NET}{TRAINING_SESSION}with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n    saver.restore(sess, 'ckpt/model')\n    print(sess.run(net.x))\n"
+                    ),
                 ),
             ),
         ],
