@@ -1,9 +1,12 @@
 //! A fit on in-memory arrays whose history is read afterwards (plotted
 //! against `range(1, epochs + 1)`, averaged per epoch across folds, drawn
-//! against a learning-rate sweep) keeps its epochs: dividing them would
-//! shorten the history, and the code reading it would fail on every worker.
+//! against a learning-rate sweep), or whose per-epoch checkpoints
+//! (`weights.{epoch:02d}.hdf5`) are loaded afterwards, keeps its epochs:
+//! dividing them would shorten the history or leave the later epochs'
+//! files unwritten, and the code reading them would fail on every worker.
 //! Each worker trains every epoch on its own share of the rows instead,
-//! `x[hvd.rank()::hvd.size()]`, which splits the same work.
+//! `rank_rows(x)` (every N-th row from its rank, the same count on every
+//! worker), which splits the same work.
 //!
 //! Input: the fit and its scope. Output: the edits slicing its arrays, or
 //! nothing when its inputs are not plain arrays (a dict of inputs).
@@ -11,7 +14,7 @@
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::training::Scope;
-use crate::analysis::walk::{dotted_name, keyword, walk_statement_expressions};
+use crate::analysis::walk::{dotted_name, keyword, walk_expression, walk_statement_expressions};
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
@@ -52,6 +55,76 @@ pub(super) fn history_is_read(rewrite: &ModuleRewrite, scope: &Scope, fit: &ast:
     read
 }
 
+/// Whether the fit writes a checkpoint per epoch (a `ModelCheckpoint` whose
+/// path holds `{epoch`) and the module loads weights or a model after it:
+/// the file of a later epoch may be the one it loads.
+pub(super) fn epoch_checkpoints_loaded_later(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+) -> bool {
+    let Some(callbacks) = keyword(fit, "callbacks").map(|keyword| &keyword.value) else {
+        return false;
+    };
+    let at = span(fit).start;
+    // A name holds what its last assignment before the fit bound.
+    let bound = |name: &str| {
+        scope
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| assignment.name == name)
+            .rfind(|assignment| span(assignment.statement).end <= at)
+            .map(|assignment| assignment.value)
+    };
+    let elements: Vec<&Expr> = match callbacks {
+        Expr::List(ast::ExprList { elts, .. }) => elts.iter().collect(),
+        Expr::Name(name) => match bound(name.id.as_str()) {
+            Some(Expr::List(ast::ExprList { elts, .. })) => elts.iter().collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    let per_epoch_checkpoint = elements.into_iter().any(|element| {
+        let made = match element {
+            Expr::Name(name) => bound(name.id.as_str()),
+            other => Some(other),
+        };
+        let Some(Expr::Call(call)) = made else {
+            return false;
+        };
+        let is_checkpoint = dotted_name(&call.func)
+            .is_some_and(|name| name.rsplit('.').next() == Some("ModelCheckpoint"));
+        let path = keyword(call, "filepath")
+            .map(|keyword| &keyword.value)
+            .or_else(|| call.args.first());
+        let mut numbered = false;
+        if let Some(path) = path {
+            walk_expression(path, &mut |part| {
+                numbered |= matches!(part, Expr::Constant(ast::ExprConstant { value: ast::Constant::Str(text), .. })
+                    if text.contains("{epoch"));
+            });
+        }
+        is_checkpoint && numbered
+    });
+    per_epoch_checkpoint && loads_after(rewrite, span(fit).end)
+}
+
+/// Whether any code after `offset` loads weights or a model.
+fn loads_after(rewrite: &ModuleRewrite, offset: usize) -> bool {
+    rewrite.module.scopes.iter().any(|scope| {
+        scope.facts.calls.iter().any(|site| {
+            span(site.call).start >= offset
+                && dotted_name(&site.call.func).is_some_and(|callee| {
+                    matches!(
+                        callee.rsplit('.').next(),
+                        Some("load_weights" | "load_model")
+                    )
+                })
+        })
+    })
+}
+
 /// Slices each array the fit trains on (`x`, `y`, `sample_weight`; each
 /// input of a list of model inputs) to the worker's share of its rows.
 /// False, with nothing edited, when an input is not one the tool can slice.
@@ -82,18 +155,28 @@ pub(super) fn share_rows_by_rank(rewrite: &mut ModuleRewrite, fit: &ast::ExprCal
     if arrays.is_empty() {
         return false;
     }
-    let hvd = rewrite.hvd.clone();
+    let helper = rank_rows_helper(rewrite, span(fit).start);
     for array in arrays {
         let text = rewrite.expression_text(array).to_string();
-        let sliceable = matches!(
-            array,
-            Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
-        );
-        let text = if sliceable { text } else { format!("({text})") };
-        rewrite.edit(Edit::replacement(
-            span(array),
-            format!("{text}[{hvd}.rank()::{hvd}.size()]"),
-        ));
+        rewrite.edit(Edit::replacement(span(array), format!("{helper}({text})")));
     }
     true
+}
+
+/// `rank_rows(rows)`: every N-th row from this worker's rank, cut to the
+/// same count on every worker. Shares that differ by one row can differ by
+/// one batch, and a worker with one more step would wait forever for the
+/// others' gradients.
+fn rank_rows_helper(rewrite: &mut ModuleRewrite, site: usize) -> String {
+    rewrite.helper(&["rank_rows", "horovod_rank_rows"], site, |helper, rewrite| {
+        let hvd = &rewrite.hvd;
+        let unit = &rewrite.stylist.indent_unit;
+        vec![
+            format!("def {helper}(rows):"),
+            format!("{unit}\"\"\"This worker's share of the rows: every N-th from its rank, the same"),
+            format!("{unit}count on every worker (their gradient allreduces pair up).\"\"\""),
+            format!("{unit}usable = len(rows) // {hvd}.size() * {hvd}.size()"),
+            format!("{unit}return rows[{hvd}.rank():usable:{hvd}.size()]"),
+        ]
+    })
 }

@@ -195,9 +195,10 @@ fn divide_epochs_of_arrays_at(
     // One epoch (written out, or a name assigned 1) stays one when divided.
     match epochs {
         Some(epochs) if literal_int(rewrite, scope, epochs) != Some(1) => {
-            // Code reading the history needs every epoch: the rows are
-            // shared out instead.
-            if super::array_shares::history_is_read(rewrite, scope, fit)
+            // Code reading the history or a later epoch's checkpoint needs
+            // every epoch: the rows are shared out instead.
+            if (super::array_shares::history_is_read(rewrite, scope, fit)
+                || super::array_shares::epoch_checkpoints_loaded_later(rewrite, scope, fit))
                 && super::array_shares::share_rows_by_rank(rewrite, fit)
             {
                 return true;
