@@ -544,3 +544,21 @@ fn the_init_block_follows_the_first_keras_imports_not_a_late_cell_import() {
     );
     assert_eq!(source(3), cells[3]);
 }
+
+#[test]
+fn a_read_after_a_rank_zero_write_names_the_writes_cell_and_line() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32, callbacks=[tf.keras.callbacks.ModelCheckpoint('best.h5')])",
+        "best = tf.keras.models.load_model('best.h5')",
+    ];
+    write_code_cells(scratch.path(), &cells);
+    let run = distribute(&["check", "--root", "."], scratch.path());
+    assert!(
+        run.stdout
+            .contains("this reads what `model.fit` (cell 2, line 3) writes on rank 0 only"),
+        "{}",
+        run.stdout
+    );
+}

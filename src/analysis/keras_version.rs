@@ -137,7 +137,7 @@ pub fn recorded_tensorflow_1(module: &Module) -> Option<String> {
         )),
         Some(_) => None,
         None if recorded.multi_backend_keras && recorded.tensorflow.is_none() => Some(
-            "the notebook recorded multi-backend Keras (its import printed \"Using TensorFlow backend.\"), Keras 2.3 or earlier, which ran on TensorFlow 1 until 2.3".to_string(),
+            "the notebook recorded multi-backend Keras (its import printed \"Using TensorFlow backend.\"), Keras 2.3 or earlier, which ran on TensorFlow 1 until 2.3 (and whose optimizers took `lr=`, not the rewrite's `learning_rate=`, until 2.3)".to_string(),
         ),
         None => None,
     }

@@ -72,12 +72,17 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             if let Some(last) = barrier.last_mut() {
                 last.push_str("  # rank 0 has written what is read next");
             }
+            let source = &module.module.source;
+            let written_at = source
+                .line_index
+                .start_of_line(line)
+                .map_or_else(|| format!("line {line}"), |start| source.line_label(start));
             waited_before.insert(statement.start);
             rewrite.insert_before_statement(&statement, &barrier);
             rewrite.diagnose(Diagnostic::new(
                 WAIT_BEFORE_READING_BACK,
                 span(site.call),
-                format!("this reads what `{write}` (line {line}) writes on rank 0 only: every rank now waits for rank 0 before reading"),
+                format!("this reads what `{write}` ({written_at}) writes on rank 0 only: every rank now waits for rank 0 before reading"),
             ));
         }
     }
