@@ -12,6 +12,8 @@
 //!
 //! A program whose notebook recorded running TensorFlow 1 (or a Keras
 //! before 2.3) may lack the `tf.config` the rewrite pins GPUs with: open.
+//! So may a model of TensorFlow's private Keras (`tensorflow.python.keras`)
+//! reject the `tf.keras` optimizers and callbacks the rewrite gives it.
 //!
 //! **Violated** when the program reaches one of these. **Proven** otherwise:
 //! the checks cover the API mismatches the rewrite can introduce.
@@ -43,6 +45,7 @@ impl Invariant for ApiExists {
             return Vec::new();
         }
         let mut decisions = keras_three_with_horovod_keras(program);
+        decisions.extend(private_keras_model(program));
         let tf1 = tf1_marker(program);
         let mut recorded_tensorflow_1 = recorded_tensorflow_1(program.module.module);
         for call in program.calls() {
@@ -112,6 +115,34 @@ fn hidden_inner_optimizer(
     program.has_effect(inner_call, &hides).then(|| {
         crate::analysis::walk::dotted_name(&inner.func).unwrap_or_else(|| "the optimizer".into())
     })
+}
+
+/// A model built with TensorFlow's private copy of Keras
+/// (`tensorflow.python.keras`): from TensorFlow 2.6 on it is not the
+/// `tf.keras` whose optimizers and callbacks the rewrite hands it, and its
+/// `compile` rejects them. Which TensorFlow runs is not known: open.
+fn private_keras_model(program: &Program) -> Option<Decision> {
+    let call = program.calls().iter().find(|call| {
+        call.scope
+            .bindings
+            .resolve_raw(&call.site.call.func)
+            .is_some_and(|raw| {
+                raw.starts_with("tensorflow.python.keras.")
+                    && ["Sequential", "Model", ".layers.", ".models."]
+                        .iter()
+                        .any(|part| raw.contains(part))
+            })
+    })?;
+    let line = program.line(call.range().start);
+    Some(
+        Decision::new(
+            API_EXISTS,
+            Verdict::Unknown,
+            call.range(),
+            format!("the model at line {line} is built with TensorFlow's private copy of Keras (`tensorflow.python.keras`), which from TensorFlow 2.6 on is not the `tf.keras` whose optimizers and callbacks the rewrite passes it (its `compile` rejects them): whether they fit where the program runs is not known"),
+        )
+        .with_suggestion("import the model's layers and classes from `tensorflow.keras` (the public Keras) and run the tool again"),
+    )
 }
 
 fn violation(range: std::ops::Range<usize>, message: String) -> Decision {

@@ -859,6 +859,11 @@ fn api_exists_in_version() {
                 &with(HEADER, "cb = hvd.callbacks.MetricAverageCallback()\n"),
             ),
             (
+                "a model of TensorFlow's private Keras given tf.keras's optimizer",
+                Verdict::Unknown,
+                "import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nfrom tensorflow.python.keras.models import Sequential\nfrom tensorflow.python.keras.layers import Dense\nhvd.init()\nmodel = Sequential([Dense(1)])\nmodel.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001)), loss='mse')\n",
+            ),
+            (
                 "a TF1 optimizer in the Keras DistributedOptimizer",
                 Verdict::Violated,
                 &with(
