@@ -224,6 +224,9 @@ struct NameText {
     word: String,
     applies_to: NameKindText,
     effect: NameEffectText,
+    /// A directory made this way is no race when the condition holds
+    /// (`exist_ok=True`, whatever the receiver).
+    race_free_when: Option<ConditionText>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -383,7 +386,8 @@ fn add_entries(
                 },
                 NameEffectText::CreatesDirectory => Effect::CreatesDirectory {
                     path: None,
-                    race_free_when: None,
+                    race_free_when: condition(name.race_free_when.as_ref())
+                        .map_err(|message| source.error(&name.word, message))?,
                     race_free_sibling: None,
                     race_free: false,
                 },

@@ -89,7 +89,7 @@ fn shell_writes(program: &Program) -> Vec<Decision> {
         .shell_commands
         .iter()
         .filter(|shell| {
-            catalogue.shell_command_writes(&shell.command) || shell.command.contains('>')
+            catalogue.shell_command_writes(&shell.command) || redirects_to_a_file(&shell.command)
         })
         .map(|shell| {
             let line = program.line(shell.range.start);
@@ -106,6 +106,19 @@ fn shell_writes(program: &Program) -> Vec<Decision> {
             .with_suggestion("run it once before launching the job, or only on rank 0 (`if hvd.rank() == 0:` around it, after `hvd.init()`) followed by a barrier before the files are read")
         })
         .collect()
+}
+
+/// Whether a command line sends output to a file (`> log.txt`, `>> out`);
+/// `> /dev/null` and `2>&1` write nothing anyone reads.
+fn redirects_to_a_file(command: &str) -> bool {
+    command.match_indices('>').any(|(at, _)| {
+        let target = command[at..].trim_start_matches('>').trim_start();
+        let follows_another = command[..at].ends_with('>');
+        !follows_another
+            && !target.is_empty()
+            && !target.starts_with('&')
+            && !target.starts_with("/dev/null")
+    })
 }
 
 /// A call the catalogue knows, or whose name says what it does.
@@ -141,6 +154,14 @@ fn by_catalogue(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> O
             }
         }
         Known::ByName(rule) => {
+            if let Effect::CreatesDirectory {
+                race_free_when: Some(race_free),
+                ..
+            } = &rule.effect
+                && race_free.on(call.site.call) == Certainty::Holds
+            {
+                return None;
+            }
             let line = program.line(call.range().start);
             let name = call.method().unwrap_or("the call");
             Some(
@@ -396,4 +417,20 @@ fn download(
 /// Module level, or the function of a training loop: it runs on every rank.
 fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
     program.module.is_top_level_or_trains(call.scope_index) || call.scope.name() == "main"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redirects_to_a_file;
+
+    #[test]
+    fn only_output_sent_to_a_file_is_a_write() {
+        assert!(redirects_to_a_file("python prepare.py > data.csv"));
+        assert!(redirects_to_a_file("echo done >> log.txt"));
+        assert!(!redirects_to_a_file(
+            "pip install comet_ml > /dev/null 2>&1"
+        ));
+        assert!(!redirects_to_a_file("apt-get install -y swig 2>&1"));
+        assert!(!redirects_to_a_file("nvidia-smi"));
+    }
 }

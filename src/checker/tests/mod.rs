@@ -559,6 +559,22 @@ fn rank_zero_writes() {
         RANK_ZERO_WRITES,
         &[
             (
+                "a directory made by an uncatalogued mkdir, exist_ok=True",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "from somelib import Folder\nimages = Folder('.') / 'images'\nimages.mkdir(parents=True, exist_ok=True)\n",
+                ),
+            ),
+            (
+                "a directory made by an uncatalogued mkdir that may exist",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    "from somelib import Folder\nimages = Folder('.') / 'images'\nimages.mkdir(parents=True)\n",
+                ),
+            ),
+            (
                 "guarded",
                 Verdict::Proven,
                 &with(
