@@ -462,6 +462,14 @@ fn a_notebook_that_ran_multi_backend_keras_is_keras_2_and_held_back_as_unsafe() 
     assert!(run.stdout.contains("DST309"), "{}", run.stdout);
     assert!(run.stdout.contains("multi-backend Keras"), "{}", run.stdout);
     assert!(!run.stdout.contains("+import horovod"), "{}", run.stdout);
+    // The notes describe a rewrite that is not made unless asked for.
+    assert!(
+        run.stdout.contains(
+            "trains on one GPU: the rewrite makes it train with Horovod (in the unsafe rewrite, applied only with `--unsafe-fixes`)"
+        ),
+        "{}",
+        run.stdout
+    );
     let unsafe_run = distribute(&["diff", "--unsafe-fixes", "--root", "."], scratch.path());
     assert!(
         unsafe_run

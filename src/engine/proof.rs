@@ -379,6 +379,20 @@ fn apply_judgement(
             .diagnostics
             .retain(|diagnostic| diagnostic.severity != Severity::Info);
     }
+    if judgement == Judgement::Apply(crate::checker::applicability::Applicability::Unsafe)
+        && has_rewrite
+    {
+        // The notes say what the rewrite does ("rank 0 now downloads
+        // first"), and it is made only when asked for.
+        for note in outcome
+            .diagnostics
+            .iter_mut()
+            .filter(|diagnostic| diagnostic.severity == Severity::Info)
+        {
+            note.message
+                .push_str(" (in the unsafe rewrite, applied only with `--unsafe-fixes`)");
+        }
+    }
     outcome.diagnostics.extend(located);
     sort_diagnostics(&mut outcome.diagnostics);
     let Some(rewritten) = candidate.rewritten.take() else {
