@@ -121,6 +121,15 @@ impl<'a> ScopeIndex<'a> {
             .map(|assignment| assignment.value)
     }
 
+    /// The last assignment of `name` (or a dotted `self.x`) written before
+    /// `offset` in the scope, in the order of the text (not of the flow).
+    pub fn assignment_before(&self, name: &str, offset: usize) -> Option<&Assignment<'a>> {
+        self.assignments
+            .iter()
+            .filter(|assignment| assignment.name == name)
+            .rfind(|assignment| crate::python::parse::span(assignment.statement).end <= offset)
+    }
+
     /// Names assigned from a call whose canonical callee matches.
     pub fn names_assigned_from(
         &self,

@@ -337,14 +337,7 @@ fn holds_another_librarys_value(
     call: &ast::ExprCall,
 ) -> bool {
     let at = crate::python::parse::span(call).start;
-    let Some(assignment) = scope
-        .scope
-        .facts
-        .assignments
-        .iter()
-        .filter(|assignment| assignment.name == name)
-        .rfind(|assignment| crate::python::parse::span(assignment.statement).end <= at)
-    else {
+    let Some(assignment) = scope.scope.facts.assignment_before(name, at) else {
         return false;
     };
     let Expr::Call(value) = assignment.value else {

@@ -312,10 +312,7 @@ fn loading_call<'p>(
     let value = [apply.scope, top_level].into_iter().find_map(|scope| {
         scope
             .facts
-            .assignments
-            .iter()
-            .filter(|assignment| assignment.name == name)
-            .rfind(|assignment| span(assignment.statement).end <= before)
+            .assignment_before(name, before)
             .map(|assignment| assignment.value)
     })?;
     let Expr::Call(call) = value else {
@@ -413,10 +410,7 @@ fn windowed_series<'p>(
         Expr::Name(name) => windows
             .scope
             .facts
-            .assignments
-            .iter()
-            .filter(|assignment| assignment.name == name.id.as_str())
-            .rfind(|assignment| span(assignment.statement).end <= windows.range().start)
+            .assignment_before(name.id.as_str(), windows.range().start)
             .map(|assignment| span(assignment.value))?,
         other => span(other),
     };

@@ -40,10 +40,7 @@ pub fn is_batch_cursor_in(scope: &Scope, for_loop: &ast::StmtFor) -> bool {
     let loop_start = span(for_loop.iter.as_ref()).start;
     scope
         .facts
-        .assignments
-        .iter()
-        .filter(|assignment| assignment.name == name.id.as_str())
-        .rfind(|assignment| span(assignment.statement).end <= loop_start)
+        .assignment_before(name.id.as_str(), loop_start)
         .is_some_and(|assignment| walks_stepped_ranges(assignment.value, for_loop))
 }
 

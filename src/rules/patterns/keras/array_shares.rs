@@ -13,6 +13,7 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
+use crate::analysis::catalogue::Effect;
 use crate::analysis::training::Scope;
 use crate::analysis::walk::{dotted_name, keyword, walk_expression, walk_statement_expressions};
 use crate::python::edit::Edit;
@@ -71,10 +72,7 @@ pub(super) fn epoch_checkpoints_loaded_later(
     let bound = |name: &str| {
         scope
             .facts
-            .assignments
-            .iter()
-            .filter(|assignment| assignment.name == name)
-            .rfind(|assignment| span(assignment.statement).end <= at)
+            .assignment_before(name, at)
             .map(|assignment| assignment.value)
     };
     let elements: Vec<&Expr> = match callbacks {
@@ -93,11 +91,14 @@ pub(super) fn epoch_checkpoints_loaded_later(
         let Some(Expr::Call(call)) = made else {
             return false;
         };
-        let is_checkpoint = dotted_name(&call.func)
-            .is_some_and(|name| name.rsplit('.').next() == Some("ModelCheckpoint"));
-        let path = keyword(call, "filepath")
-            .map(|keyword| &keyword.value)
-            .or_else(|| call.args.first());
+        // A callback the catalogue says writes while `fit` runs, to a path.
+        let path = rewrite
+            .catalogued_effects(scope, call)
+            .iter()
+            .find_map(|effect| match effect {
+                Effect::CallbackWrites { path: Some(path) } => path.of(call),
+                _ => None,
+            });
         let mut numbered = false;
         if let Some(path) = path {
             walk_expression(path, &mut |part| {
@@ -105,7 +106,7 @@ pub(super) fn epoch_checkpoints_loaded_later(
                     if text.contains("{epoch"));
             });
         }
-        is_checkpoint && numbered
+        numbered
     });
     per_epoch_checkpoint && loads_after(rewrite, span(fit).end)
 }
