@@ -335,8 +335,8 @@ pub enum RankZeroWrites {
 
 /// A write rank 0 alone makes earlier in the same scope as a read on every
 /// rank, of a path built from the same names, with no Horovod collective
-/// between them: a rank may read before rank 0 has written. Returns the
-/// write's line and call.
+/// between them: a rank may read before rank 0 has written. Returns where
+/// the write's call starts (a byte offset) and the call.
 pub fn read_before_rank_zero_write(
     analysis: &Analysis,
     module: &ModuleAnalysis,
@@ -400,8 +400,10 @@ pub fn read_before_rank_zero_write(
         if let Some(tokens) = rank_zero_write(analysis, module, scope_index, site, which)
             && related(&tokens)
         {
-            let line = module.module.source.location(span(site.call).start).line;
-            last_write = Some((line, dotted_name(&site.call.func).unwrap_or_default()));
+            last_write = Some((
+                span(site.call).start,
+                dotted_name(&site.call.func).unwrap_or_default(),
+            ));
         }
     }
     last_write

@@ -97,11 +97,6 @@ impl LineIndex {
         LineIndex { line_starts }
     }
 
-    /// The offset where a 1-based line starts, when the text has it.
-    pub fn start_of_line(&self, line: usize) -> Option<usize> {
-        self.line_starts.get(line.checked_sub(1)?).copied()
-    }
-
     /// 0-based line number containing `offset`.
     pub fn line_of(&self, offset: usize) -> usize {
         match self.line_starts.binary_search(&offset) {

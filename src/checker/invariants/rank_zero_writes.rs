@@ -181,7 +181,7 @@ fn by_catalogue(program: &Program, calls: &[ScopedCall], call: &ScopedCall) -> O
 /// A read on every rank of what rank 0 alone wrote earlier in the scope,
 /// with no collective between: a rank may read before rank 0 has written.
 fn read_before_write_is_done(program: &Program, call: &ScopedCall) -> Option<Decision> {
-    let (write_line, write) = effects::read_before_rank_zero_write(
+    let (written, write) = effects::read_before_rank_zero_write(
         program.analysis,
         program.module,
         call.scope_index,
@@ -189,6 +189,7 @@ fn read_before_write_is_done(program: &Program, call: &ScopedCall) -> Option<Dec
         effects::RankZeroWrites::AsWritten,
     )?;
     let line = program.line(call.range().start);
+    let write_line = program.line(written);
     Some(
         Decision::new(
             RANK_ZERO_WRITES,

@@ -43,7 +43,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             {
                 continue;
             }
-            let Some((line, write)) = read_before_rank_zero_write(
+            let Some((written, write)) = read_before_rank_zero_write(
                 rewrite.analysis,
                 module,
                 index,
@@ -54,7 +54,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             };
             // A barrier this pass put before an earlier read of the same
             // write covers every later statement of the block holding it.
-            let key = (index, line, write.clone());
+            let key = (index, written, write.clone());
             if waited_for
                 .iter()
                 .any(|(waited, block)| *waited == key && block.contains(&statement.start))
@@ -72,11 +72,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             if let Some(last) = barrier.last_mut() {
                 last.push_str("  # rank 0 has written what is read next");
             }
-            let source = &module.module.source;
-            let written_at = source
-                .line_index
-                .start_of_line(line)
-                .map_or_else(|| format!("line {line}"), |start| source.line_label(start));
+            let written_at = module.module.source.line_label(written);
             waited_before.insert(statement.start);
             rewrite.insert_before_statement(&statement, &barrier);
             rewrite.diagnose(Diagnostic::new(
