@@ -346,8 +346,8 @@ fn holds_another_librarys_value(
     let Some(callee) = callee_name(module.package, module.module, scope.scope, &value.func) else {
         return false;
     };
-    let root = callee.split('.').next().unwrap_or_default();
-    let deep_learning = matches!(root, "tensorflow" | "keras" | "tf_keras" | "horovod");
+    let deep_learning =
+        library::is_tensorflow(&library::canonical_name(&callee)) || library::is_horovod(&callee);
     !deep_learning
         && matches!(module.package.resolve_symbol(&callee), Symbol::External)
         && !creates_model(
