@@ -570,3 +570,25 @@ fn a_read_after_a_rank_zero_write_names_the_writes_cell_and_line() {
         run.stdout
     );
 }
+
+#[test]
+fn a_read_left_without_a_barrier_names_the_users_cell_of_the_write() {
+    // The read is in a loop, where the rewrite adds no barrier: the checker
+    // names the write where the user wrote it, not where the rewritten text
+    // (with the init block added above it) has it.
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32, callbacks=[tf.keras.callbacks.ModelCheckpoint('best.h5')])",
+        "for attempt in range(2):\n    best = tf.keras.models.load_model('best.h5')",
+    ];
+    write_code_cells(scratch.path(), &cells);
+    let run = distribute(&["check", "--root", "."], scratch.path());
+    assert!(
+        run.stdout.contains(
+            "the read at cell 3, line 2 runs on every rank after `model.fit` (cell 2, line 3) wrote on rank 0 only"
+        ),
+        "{}",
+        run.stdout
+    );
+}
