@@ -211,7 +211,15 @@ impl<'a> ModuleRewrite<'a> {
                 .module
                 .bindings
                 .get(&self.tf)
-                .is_none_or(|binding| binding.statement.start < offset)
+                .is_none_or(|binding| {
+                    binding.statement.start < offset
+                        || imported_above(
+                            &self.module.module.body,
+                            &self.tf,
+                            &binding.qualified,
+                            offset,
+                        )
+                })
     }
 
     /// Whether a statement starts its line and no other statement follows on its last line.
@@ -417,4 +425,22 @@ fn leading_comment_start(text: &str, offset: usize) -> usize {
         start = previous;
     }
     start
+}
+
+/// Whether a top-level import above `offset` binds `name` to `module`: a
+/// notebook importing tensorflow again in a later cell has it bound from its
+/// first import on (the name's binding is its last).
+fn imported_above(body: &[Stmt], name: &str, module: &str, offset: usize) -> bool {
+    body.iter()
+        .take_while(|stmt| span(*stmt).start < offset)
+        .any(|stmt| match stmt {
+            Stmt::Import(import) => import.names.iter().any(|alias| {
+                alias.name.as_str() == module
+                    && alias.asname.as_ref().map_or_else(
+                        || module.split('.').next() == Some(name),
+                        |asname| asname.as_str() == name,
+                    )
+            }),
+            _ => false,
+        })
 }

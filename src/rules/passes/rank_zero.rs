@@ -83,7 +83,9 @@ fn guard_block(
     checkpoints: &HashSet<String>,
 ) {
     let mut group: Vec<&Stmt> = Vec::new();
-    for stmt in body {
+    let mut position = 0;
+    while let Some(stmt) = body.get(position) {
+        position += 1;
         // Code at the top that runs before `hvd.init()` (a notebook's first
         // cell, above the first import) cannot ask for the rank: it stays as
         // written, and the checker judges what it does.
@@ -96,6 +98,15 @@ fn guard_block(
                 guard_group(rewrite, scope, &group);
                 group.clear();
             }
+            continue;
+        }
+        if let Some(end) = shared_writes::file_handle_run(rewrite, scope, body, position - 1)
+            && body[position - 1..end]
+                .iter()
+                .all(|stmt| rewrite.owns_its_lines(&span(stmt)) && !rewrite.is_guarded(stmt))
+        {
+            group.extend(&body[position - 1..end]);
+            position = end;
             continue;
         }
         if must_run_on_rank_zero(rewrite, scope_index, scope, stmt, checkpoints) {

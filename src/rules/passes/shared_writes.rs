@@ -89,6 +89,117 @@ pub fn calls_a_writing_helper(
     only_writes && !steers && !analysis.effects.collectives.contains(&function)
 }
 
+/// `f = open(path, "w")` (or another catalogued writer), and the statements
+/// after it up to the last that uses `f` (its `close()`): the handle's
+/// writes run on rank 0 as one block. Consecutive handles (`out_v = ...`,
+/// `out_m = ...`) make one run. Each statement of the run uses a handle,
+/// none trains, calls the package's functions or Horovod, leaves the block,
+/// or binds a name read after the run. Returns the index past the run.
+pub fn file_handle_run(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    body: &[Stmt],
+    start: usize,
+) -> Option<usize> {
+    let mut handles = HashSet::new();
+    let mut position = start;
+    while let Some(name) = body
+        .get(position)
+        .and_then(|stmt| opened_for_writing(rewrite, scope, stmt))
+    {
+        handles.insert(name);
+        position += 1;
+    }
+    if handles.is_empty() {
+        return None;
+    }
+    let end = position
+        + body[position..]
+            .iter()
+            .take_while(|stmt| reads_any(stmt, &handles))
+            .count();
+    let run = &body[start..end];
+    let run_range = span(&run[0]).start..span(&run[run.len() - 1]).end;
+    let trains = rewrite
+        .module
+        .sites
+        .iter()
+        .any(|site| run_range.contains(&site.range.start));
+    if end == position
+        || trains
+        || leaves_the_block(run)
+        || rewrite.calls_horovod_in(run)
+        || calls_package_function(rewrite, scope, run)
+    {
+        return None;
+    }
+    let mut bound = assigned_names(run);
+    bound.extend(handles);
+    (!read_after(scope, &run[run.len() - 1], &bound)).then_some(end)
+}
+
+/// The catalogue's type of what `open` returns.
+const FILE_OBJECT: &str = "io.IOBase";
+
+/// The name an assignment binds to a file opened for writing on storage
+/// every worker shares.
+fn opened_for_writing(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt) -> Option<String> {
+    let Stmt::Assign(assign) = stmt else {
+        return None;
+    };
+    let ([Expr::Name(target)], Expr::Call(call)) = (assign.targets.as_slice(), &*assign.value)
+    else {
+        return None;
+    };
+    let index = rewrite.scope_index(scope)?;
+    let entry = rewrite.call_effects(scope, call).entry()?;
+    if entry.returns.as_deref() != Some(FILE_OBJECT) {
+        return None;
+    }
+    let writes = entry.effects.iter().any(|effect| match effect {
+        Effect::Writes { when, .. } => {
+            when.as_ref()
+                .is_none_or(|when| when.on(call) == Certainty::Holds)
+                && !is_own_path(rewrite, index, call, effect)
+        }
+        _ => false,
+    });
+    writes.then(|| target.id.to_string())
+}
+
+/// Whether a statement reads one of `names`.
+fn reads_any(stmt: &Stmt, names: &HashSet<String>) -> bool {
+    let mut reads = false;
+    walk_statement_expressions(stmt, &mut |expr| {
+        walk_expression(expr, &mut |inner| {
+            reads |= matches!(inner, Expr::Name(name) if names.contains(name.id.as_str()));
+        });
+    });
+    reads
+        || crate::analysis::walk::nested_bodies(stmt)
+            .into_iter()
+            .any(|body| body.iter().any(|inner| reads_any(inner, names)))
+}
+
+/// Whether statements call a function of the package (which may train or
+/// synchronise, and must then run on every rank).
+fn calls_package_function(rewrite: &ModuleRewrite, scope: &Scope, run: &[Stmt]) -> bool {
+    let Some(index) = rewrite.scope_index(scope) else {
+        return true;
+    };
+    let analysis = rewrite.analysis;
+    let mut calls = false;
+    crate::analysis::walk::for_each_statement(run, false, &mut |stmt| {
+        calls |= crate::analysis::walk::calls_in_statement(stmt)
+            .into_iter()
+            .any(|call| {
+                effects::resolved_callee(analysis, rewrite.module, index, &call.func)
+                    .is_some_and(|callee| analysis.functions.contains_key(&callee))
+            });
+    });
+    calls
+}
+
 /// `with open(path, "w") as f:` (or another catalogued writer) whose body
 /// only writes: nothing it binds is read after it, and it neither returns
 /// nor leaves a loop. The whole block runs on rank 0.
