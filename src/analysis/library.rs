@@ -300,6 +300,18 @@ pub fn is_tf_function(canonical: &str) -> bool {
     canonical == "tensorflow.function" || canonical == "tensorflow.compat.v1.function"
 }
 
+/// Steps of a tf.data pipeline after which TensorFlow still knows its count
+/// (Keras then knows an epoch's steps).
+pub const COUNT_KEEPING_METHODS: &[&str] = &[
+    "map",
+    "take",
+    "cache",
+    "prefetch",
+    "batch",
+    "padded_batch",
+    "shuffle",
+];
+
 /// Methods that take an optimizer step (or update variables by hand): a
 /// module that calls none trains nothing (analysis, inference).
 pub const OPTIMIZER_STEP_METHODS: &[&str] = &[

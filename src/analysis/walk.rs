@@ -351,6 +351,23 @@ pub fn calls_in_statement(stmt: &Stmt) -> Vec<&ast::ExprCall> {
     calls
 }
 
+/// The value `name` takes in `a, b = x, y`.
+pub fn unpacked_element<'e>(statement: &'e Stmt, name: &str) -> Option<&'e Expr> {
+    let Stmt::Assign(assign) = statement else {
+        return None;
+    };
+    let ([Expr::Tuple(targets)], Expr::Tuple(values)) =
+        (assign.targets.as_slice(), assign.value.as_ref())
+    else {
+        return None;
+    };
+    let position = targets
+        .elts
+        .iter()
+        .position(|target| matches!(target, Expr::Name(target) if target.id.as_str() == name))?;
+    values.elts.get(position)
+}
+
 /// The calls in `expr`, outermost first, as `walk_expression` meets them:
 /// the walk every analysis step repeats, so without a visitor per node.
 fn collect_calls<'a>(expr: &'a Expr, calls: &mut Vec<&'a ast::ExprCall>, depth: usize) {

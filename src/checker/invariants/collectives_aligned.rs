@@ -25,6 +25,7 @@ use rustpython_parser::ast::{Expr, Stmt};
 
 use super::facts;
 use crate::analysis::catalogue::{Effect, ShardLevel};
+use crate::analysis::library;
 use crate::analysis::walk::{
     for_each_statement, loop_breaks, walk_expression, walk_statement_expressions,
 };
@@ -348,21 +349,10 @@ fn returned_source_effects(
                 .any(|effect| matches!(effect, Effect::DataSource { .. }));
             let keeps_count = chain[position + 1..]
                 .iter()
-                .all(|(method, _)| COUNT_KEEPING_METHODS.contains(method));
+                .all(|(method, _)| library::COUNT_KEEPING_METHODS.contains(method));
             (is_source && keeps_count).then(|| effects.clone())
         })
 }
-
-/// Steps of a tf.data pipeline after which TensorFlow still knows its count.
-const COUNT_KEEPING_METHODS: &[&str] = &[
-    "map",
-    "take",
-    "cache",
-    "prefetch",
-    "batch",
-    "padded_batch",
-    "shuffle",
-];
 
 fn is_data_source(program: &Program, call: &crate::checker::program::ScopedCall) -> bool {
     program.known(call).entry().is_some_and(|entry| {
@@ -393,7 +383,7 @@ fn counted_upstream<'p>(
     })?;
     let keeps_count = chain[position + 1..]
         .iter()
-        .all(|(method, _)| COUNT_KEEPING_METHODS.contains(method));
+        .all(|(method, _)| library::COUNT_KEEPING_METHODS.contains(method));
     keeps_count.then_some(source)
 }
 

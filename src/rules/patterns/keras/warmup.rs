@@ -10,10 +10,12 @@ use crate::python::parse::span;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::optimizer::{find_compiles, name_assignments};
+use crate::analysis::catalogue::Effect;
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
 use crate::analysis::walk::keyword;
 use crate::rules::passes::learning_rate::learning_rate_value;
 use crate::rules::passes::rate_changers;
+use crate::rules::passes::sharding;
 use crate::rules::rewrite::ModuleRewrite;
 
 /// `hvd.callbacks.LearningRateWarmupCallback(initial_lr=<scaled rate>, warmup_epochs=N, momentum_correction=False)`
@@ -42,6 +44,10 @@ pub(super) fn warmup_callback(
             "each worker trains {count} epoch{} at most, no more than a {epochs}-epoch warm-up, so none was added",
             if count == 1 { "" } else { "s" }
         ));
+        return None;
+    }
+    if let Some(why) = steps_unknown_to_keras(rewrite, scope_index, fit) {
+        *why_not = Some(why);
         return None;
     }
     if let Some(setter) = callback_setting_rate(rewrite, fit) {
@@ -91,6 +97,105 @@ pub(super) fn warmup_callback(
     ))
 }
 
+/// Why Keras may not know how many steps an epoch of the fit takes: the
+/// callback reads them when training starts and raises without them. So
+/// when the fit gives no `steps_per_epoch` and its data is a tf.data
+/// pipeline that the tool cannot follow back to a source whose count
+/// TensorFlow knows, through steps that keep it (`flat_map`, `filter`, a
+/// generator's or a file's records lose it).
+fn steps_unknown_to_keras(
+    rewrite: &ModuleRewrite,
+    scope_index: usize,
+    fit: &ast::ExprCall,
+) -> Option<String> {
+    let given = keyword(fit, "steps_per_epoch").is_some_and(|steps| {
+        !matches!(
+            &steps.value,
+            Expr::Constant(ast::ExprConstant {
+                value: ast::Constant::None,
+                ..
+            })
+        )
+    });
+    let data = keyword(fit, "x")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.first())?;
+    let scope = &rewrite.module.scopes[scope_index];
+    if given
+        || !sharding::is_pipeline(rewrite, scope, data)
+        || pipeline_count_known(rewrite, scope_index, data)
+    {
+        return None;
+    }
+    Some(format!(
+        "the fit gives no `steps_per_epoch` and TensorFlow may not know how many batches `{}` holds, so Keras may not know an epoch's steps, which the warm-up callback needs when training starts",
+        rewrite.expression_text(data)
+    ))
+}
+
+/// Whether TensorFlow knows the count of a pipeline: followed back through
+/// names and the package functions that return it to a catalogued source
+/// whose count it knows, with only steps that keep the count after it.
+fn pipeline_count_known(rewrite: &ModuleRewrite, scope_index: usize, data: &Expr) -> bool {
+    let analysis = rewrite.analysis;
+    let (mut module, mut index) = (rewrite.module, scope_index);
+    let (mut current, mut before) = (data, span(data).start);
+    let mut downstream: Vec<(&str, &ast::ExprCall)> = Vec::new();
+    for _ in 0..32 {
+        let scope = &module.scopes[index];
+        let call = match current {
+            Expr::Name(name) => {
+                let Some(assignment) = [scope, &module.scopes[0]]
+                    .into_iter()
+                    .find_map(|scope| scope.facts.assignment_before(name.id.as_str(), before))
+                else {
+                    return false;
+                };
+                before = span(assignment.statement).start;
+                current =
+                    crate::analysis::walk::unpacked_element(assignment.statement, name.id.as_str())
+                        .unwrap_or(assignment.value);
+                continue;
+            }
+            Expr::Call(call) => call,
+            // One split of those a source loads at once (`splits["train"]`).
+            Expr::Subscript(subscript)
+                if matches!(subscript.value.as_ref(), Expr::Name(_))
+                    && !matches!(subscript.slice.as_ref(), Expr::Slice(_)) =>
+            {
+                current = subscript.value.as_ref();
+                continue;
+            }
+            _ => return false,
+        };
+        let known = crate::analysis::effects::of_call(analysis, module, index, call);
+        let source = known.entry().and_then(|entry| {
+            entry.effects.iter().find_map(|effect| match effect {
+                Effect::DataSource { counted, .. } => Some(*counted),
+                _ => None,
+            })
+        });
+        if let Some(counted) = source {
+            return counted
+                && downstream.iter().all(|(method, step)| {
+                    library::COUNT_KEEPING_METHODS.contains(method)
+                        || *method == "shard"
+                        || (*method == "repeat" && !step.args.is_empty())
+                });
+        }
+        if let Some((defining, function, returned)) = analysis.returned_by_call(module, scope, call)
+        {
+            (module, index, current, before) = (defining, function, returned, span(returned).start);
+            continue;
+        }
+        let Expr::Attribute(attribute) = call.func.as_ref() else {
+            return false;
+        };
+        downstream.push((attribute.attr.as_str(), call));
+        current = attribute.value.as_ref();
+    }
+    false
+}
 /// A callback class of the module, built in the fit's callbacks list, that
 /// sets the optimizer's rate itself (a one-cycle policy), or Keras'
 /// `LearningRateScheduler`, which sets it at every epoch's start.
