@@ -389,11 +389,10 @@ fn split_of_loaded_source(
     let used_at = span(dataset).start;
     let top_level = &rewrite.module.scopes[0];
     let (builder, picked) = [scope, top_level].into_iter().find_map(|candidate| {
-        plain_assignments(candidate, name.id.as_str())
-            .rfind(|assignment| span(assignment.statement).start < used_at)
-            .map(|assignment| (candidate, assignment))
+        picked_split(candidate, name.id.as_str(), used_at).map(|picked| (candidate, picked))
     })?;
-    let Expr::Subscript(subscript) = picked.value else {
+    let (statement, value) = picked;
+    let Expr::Subscript(subscript) = value else {
         return None;
     };
     // `x_full[5000:]` cuts rows of an array a loader returned; a split is
@@ -409,7 +408,7 @@ fn split_of_loaded_source(
         .assignments
         .iter()
         .filter(|assignment| assignment.name == splits.id.as_str())
-        .rfind(|assignment| span(assignment.statement).start < span(picked.statement).start)?;
+        .rfind(|assignment| span(assignment.statement).start < span(statement).start)?;
     // A source of several splits (`tfds.load` with a list of splits, or
     // none): each element is a pipeline.
     let Expr::Call(load) = loaded.value else {
@@ -419,8 +418,43 @@ fn split_of_loaded_source(
         .catalogued_effects(builder, load)
         .iter()
         .any(|effect| matches!(effect, Effect::DataSource { .. }));
-    (loads_splits && matches!(own_order(rewrite, &span(load)), OwnOrder::None))
-        .then(|| span(picked.value))
+    (loads_splits && matches!(own_order(rewrite, &span(load)), OwnOrder::None)).then(|| span(value))
+}
+
+/// The statement that picks the split `name` holds where it is used, and
+/// the expression it picks with: past the assignments that continue the
+/// same name (`train = train.shuffle(n)`), unless one cuts the stream
+/// (`take`, `skip`: a shard above it would leave the cut whole); the element
+/// at the name's place when a tuple is unpacked (`train, test = d["train"],
+/// d["test"]`).
+fn picked_split<'a>(scope: &Scope<'a>, name: &str, used_at: usize) -> Option<(&'a Stmt, &'a Expr)> {
+    let mut before = used_at;
+    loop {
+        let assignment = plain_assignments(scope, name)
+            .rfind(|assignment| span(assignment.statement).start < before)?;
+        let continues = matches!(chain_root(assignment.value), Expr::Name(root) if root.id.as_str() == name)
+            && !matches!(assignment.value, Expr::Name(_));
+        if !continues {
+            let Stmt::Assign(assign) = assignment.statement else {
+                return None;
+            };
+            return match (assign.targets.as_slice(), assignment.value) {
+                ([Expr::Tuple(_)], Expr::Tuple(_)) => {
+                    crate::analysis::walk::unpacked_element(assignment.statement, name)
+                        .map(|element| (assignment.statement, element))
+                }
+                ([Expr::Name(_)], value) => Some((assignment.statement, value)),
+                _ => None,
+            };
+        }
+        let cuts = method_chain(assignment.value)
+            .iter()
+            .any(|(method, _)| matches!(*method, "take" | "skip"));
+        if cuts {
+            return None;
+        }
+        before = span(assignment.statement).start;
+    }
 }
 
 /// `examples = files.interleave(...)`: the source of the pipeline the name
@@ -451,7 +485,33 @@ fn continued_pipeline_source(
     if cuts {
         return None;
     }
-    pipeline_source(rewrite, builder, chain_root(value))
+    let root = chain_root(value);
+    pipeline_source(rewrite, builder, root).or_else(|| unpacked_split(rewrite, builder, root))
+}
+
+/// `train` of `(train, test), info = tfds.load(..., split=[...])`: one of
+/// the splits a source loads at once, unpacked to names. The shard goes on
+/// the name where a pipeline continues it (`train.shuffle(n)`), on that
+/// split alone. Not when the source draws an order of its own in each
+/// process: the shards would overlap.
+fn unpacked_split(rewrite: &ModuleRewrite, scope: &Scope, root: &Expr) -> Option<Range<usize>> {
+    let Expr::Name(name) = root else {
+        return None;
+    };
+    let assignment = plain_assignments(scope, name.id.as_str())
+        .rfind(|assignment| span(assignment.statement).start < span(root).start)?;
+    let (Stmt::Assign(assign), Expr::Call(load)) = (assignment.statement, assignment.value) else {
+        return None;
+    };
+    let several = matches!(assign.targets.as_slice(), [Expr::Tuple(_)])
+        && crate::analysis::walk::keyword(load, "split")
+            .is_some_and(|split| matches!(split.value, Expr::List(_) | Expr::Tuple(_)));
+    let loads = rewrite
+        .catalogued_effects(scope, load)
+        .iter()
+        .any(|effect| matches!(effect, Effect::DataSource { .. }));
+    (several && loads && matches!(own_order(rewrite, &span(load)), OwnOrder::None))
+        .then(|| span(root))
 }
 
 /// `train_ds = mnist_dataset()` or `train, test = make_datasets()`: the
