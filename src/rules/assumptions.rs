@@ -303,7 +303,7 @@ fn optimizer_lifecycle(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     for (index, scope) in module.scopes.iter().enumerate() {
         let found = optimizer_assignments(rewrite, scope);
-        report_creations(rewrite, &found);
+        report_creations(rewrite, scope, &found);
         report_reassignments(rewrite, &found);
         if index == 0 {
             report_global_changes(rewrite, &found.creations);
@@ -357,7 +357,7 @@ fn optimizer_assignments(rewrite: &ModuleRewrite, scope: &Scope) -> OptimizerAss
     }
 }
 
-fn report_creations(rewrite: &mut ModuleRewrite, found: &OptimizerAssignments) {
+fn report_creations(rewrite: &mut ModuleRewrite, scope: &Scope, found: &OptimizerAssignments) {
     let creations = &found.creations;
     for range in found.conditional.iter().cloned() {
         rewrite.diagnose(
@@ -369,13 +369,30 @@ fn report_creations(rewrite: &mut ModuleRewrite, found: &OptimizerAssignments) {
     names.sort();
     for name in names {
         let ranges = &creations[name];
-        for range in ranges.iter().skip(1) {
+        for (previous, range) in ranges.iter().zip(ranges.iter().skip(1)) {
+            // Used (compiled, handed on) before it is made again: each
+            // optimizer drives the training between, and each is rewritten.
+            if reads_name_between(scope, name, previous.end, range.start) {
+                continue;
+            }
             rewrite.diagnose(
                 Diagnostic::new(CREATED_MORE_THAN_ONCE, range.clone(), format!("optimizer `{name}` is created more than once; the rewrite assumes one optimizer per training loop"))
                     .with_suggestion("create the optimizer once"),
             );
         }
     }
+}
+
+/// Whether the scope reads `name` between two offsets.
+fn reads_name_between(scope: &Scope, name: &str, start: usize, end: usize) -> bool {
+    scope.facts.statements.iter().any(|stmt| {
+        let mut reads = false;
+        crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| {
+            reads |= matches!(expr, Expr::Name(found) if found.id.as_str() == name
+                && (start..end).contains(&span(expr).start));
+        });
+        reads
+    })
 }
 
 fn report_reassignments(rewrite: &mut ModuleRewrite, found: &OptimizerAssignments) {
