@@ -223,10 +223,25 @@ fn resolve_callee(
     }
     // A function or class defined in the same module.
     let name = dotted_name(func)?;
+    if let Some(method) = own_method(scope, &name) {
+        return Some(method);
+    }
     let first = name.split('.').next()?;
     module
         .definition(first)
         .map(|_| package.final_name(&format!("{}.{name}", module.name)))
+}
+
+/// `self.build()` in a method: the qualified name of the method `build`
+/// its class defines (`module.Agent.build`).
+fn own_method(scope: &Scope, name: &str) -> Option<String> {
+    let method = name.strip_prefix("self.")?;
+    let class = scope.class?;
+    let defines = class.body.iter().any(
+        |stmt| matches!(stmt, Stmt::FunctionDef(function) if function.name.as_str() == method),
+    );
+    let (class_path, _) = scope.qualified_name.rsplit_once('.')?;
+    (defines && !method.contains('.')).then(|| format!("{class_path}.{method}"))
 }
 
 /// Every call of a scope's own statements, with its statement.

@@ -96,7 +96,7 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
                     return WorkSplit::Sharded;
                 }
             }
-            report_unbounded_while(rewrite, while_loop);
+            report_unbounded_while(rewrite, loop_statement, while_loop);
             return WorkSplit::NotSplit;
         }
         _ => return WorkSplit::NotSplit,
@@ -364,9 +364,13 @@ fn report_unsplit_loop(
 /// different episodes, and the worker that finishes first leaves the others
 /// waiting on an allreduce that never comes, so the module is refused.
 /// Otherwise every worker runs it to its own end: DST101.
-fn report_unbounded_while(rewrite: &mut ModuleRewrite, while_loop: &ast::StmtWhile) {
+fn report_unbounded_while(
+    rewrite: &mut ModuleRewrite,
+    loop_statement: &Stmt,
+    while_loop: &ast::StmtWhile,
+) {
     if steps_an_environment(while_loop) {
-        rewrite.refuse(steps_differ_per_worker(rewrite, while_loop));
+        rewrite.refuse(steps_differ_per_worker(rewrite, loop_statement));
         return;
     }
     let test = rewrite.expression_text(&while_loop.test).to_string();
@@ -385,6 +389,45 @@ fn report_unbounded_while(rewrite: &mut ModuleRewrite, while_loop: &ast::StmtWhi
 /// own body, not in a loop nested in it: it ends with the episode. A loop
 /// whose episodes run in a nested loop trains once per episode instead.
 pub fn steps_an_environment(while_loop: &ast::StmtWhile) -> bool {
+    body_steps_an_environment(&while_loop.body)
+}
+
+/// Whether a loop ends with the episode of an environment it steps: a
+/// `while` loop that steps one in its own body, or a `for` loop over a
+/// step budget that does and leaves at a `break` (`if done: break`).
+pub fn ends_with_an_episode(loop_statement: &Stmt) -> bool {
+    match loop_statement {
+        Stmt::While(while_loop) => steps_an_environment(while_loop),
+        Stmt::For(for_loop) => {
+            body_steps_an_environment(&for_loop.body)
+                && !crate::analysis::walk::loop_breaks(&for_loop.body).is_empty()
+        }
+        _ => false,
+    }
+}
+
+/// Whether a loop steps an environment anywhere in it, nested loops
+/// included: the data it gathers differs per worker.
+pub fn steps_an_environment_within(loop_statement: &Stmt) -> bool {
+    let mut found = false;
+    crate::analysis::walk::for_each_statement(
+        std::slice::from_ref(loop_statement),
+        false,
+        &mut |stmt| {
+            found |= crate::analysis::walk::calls_in_statement(stmt)
+                .into_iter()
+                .any(|call| {
+                    matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                if attribute.attr.as_str() == "step"
+                    && dotted_name(&attribute.value)
+                        .is_some_and(|receiver| receiver.to_lowercase().contains("env")))
+                });
+        },
+    );
+    found
+}
+
+fn body_steps_an_environment(body: &[Stmt]) -> bool {
     fn steps(body: &[Stmt]) -> bool {
         body.iter().any(|stmt| {
             let mut found = false;
@@ -415,16 +458,30 @@ pub fn steps_an_environment(while_loop: &ast::StmtWhile) -> bool {
                 }
         })
     }
-    steps(&while_loop.body)
+    steps(body)
 }
 
 /// DST126 for training steps inside an environment's episode loop.
-pub fn steps_differ_per_worker(rewrite: &ModuleRewrite, while_loop: &ast::StmtWhile) -> Diagnostic {
-    let test = rewrite.expression_text(&while_loop.test);
+pub fn steps_differ_per_worker(rewrite: &ModuleRewrite, episode: &Stmt) -> Diagnostic {
+    let (header, at) = match episode {
+        Stmt::For(for_loop) => (
+            format!(
+                "for {} in {}:",
+                rewrite.expression_text(&for_loop.target),
+                rewrite.expression_text(&for_loop.iter)
+            ),
+            span(for_loop.iter.as_ref()),
+        ),
+        Stmt::While(while_loop) => (
+            format!("while {}:", rewrite.expression_text(&while_loop.test)),
+            span(while_loop.test.as_ref()),
+        ),
+        other => (String::from("the loop"), span(other)),
+    };
     Diagnostic::new(
         STEPS_DIFFER_PER_WORKER,
-        span(while_loop.test.as_ref()),
-        format!("training steps run once per environment step in `while {test}:`, which ends with the episode: each worker's episodes last differently, so a gradient allreduce per step would pair steps of different episodes and the worker that finishes first would leave the others waiting; this module was left as written"),
+        at,
+        format!("training steps run once per environment step in `{header}`, which ends with the episode: each worker's episodes last differently, so a gradient allreduce per step would pair steps of different episodes and the worker that finishes first would leave the others waiting; this module was left as written"),
     )
     .with_suggestion("train a fixed number of steps per episode or per iteration (from a replay buffer, outside the environment loop), which the tool can divide, then run the tool again")
 }

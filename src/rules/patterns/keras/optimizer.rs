@@ -95,6 +95,9 @@ pub(super) fn factory_scope(
     at: Option<usize>,
 ) -> Option<usize> {
     let module = rewrite.module;
+    if let Some(method) = own_method_factory(rewrite, scope_index, receiver) {
+        return Some(method);
+    }
     let mut factory_name = None;
     for (index, scope) in [
         (scope_index, &module.scopes[scope_index]),
@@ -120,6 +123,43 @@ pub(super) fn factory_scope(
         }
     }
     module.function_scope(&factory_name?)
+}
+
+/// `self.model = self._build_model()` in any method of the class of the
+/// fit's method: the scope of that method of the class.
+fn own_method_factory(
+    rewrite: &ModuleRewrite,
+    scope_index: usize,
+    receiver: &str,
+) -> Option<usize> {
+    let module = rewrite.module;
+    let class = module.scopes[scope_index].class?;
+    receiver.strip_prefix("self.")?;
+    module
+        .scopes
+        .iter()
+        .filter(|scope| scope.class.is_some_and(|other| std::ptr::eq(other, class)))
+        .flat_map(|scope| {
+            scope
+                .facts
+                .assignments
+                .iter()
+                .filter(|assignment| assignment.name == receiver)
+                .map(move |assignment| (scope, assignment))
+        })
+        .find_map(|(scope, assignment)| {
+            let Expr::Call(call) = assignment.value else {
+                return None;
+            };
+            let method = dotted_name(&call.func)?;
+            let method = method.strip_prefix("self.")?;
+            let (class_path, _) = scope.qualified_name.rsplit_once('.')?;
+            let qualified = format!("{class_path}.{method}");
+            module
+                .scopes
+                .iter()
+                .position(|candidate| candidate.qualified_name == qualified)
+        })
 }
 
 pub(crate) fn wrap_compiled_optimizer(

@@ -17,7 +17,10 @@ use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::OPTIMIZER_NOT_WRAPPABLE;
 use crate::rules::assumptions::KERAS_3;
-use crate::rules::passes::loop_steps::{steps_an_environment, steps_differ_per_worker};
+use crate::rules::passes::loop_steps::{
+    STEPS_DIFFER_PER_WORKER, ends_with_an_episode, steps_an_environment,
+    steps_an_environment_within, steps_differ_per_worker,
+};
 use crate::rules::rewrite::ModuleRewrite;
 
 /// One error per training loop of the module whose model is compiled nowhere.
@@ -55,12 +58,15 @@ pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
             .iter()
             .filter(|call_site| span(call_site.call) == site.range)
             .flat_map(|call_site| call_site.enclosing_loops.iter())
-            .find_map(|stmt| match stmt {
-                Stmt::While(while_loop) if steps_an_environment(while_loop) => Some(while_loop),
-                _ => None,
-            });
-        if let Some(while_loop) = episode_loop {
-            refusals.push(steps_differ_per_worker(rewrite, while_loop));
+            .find(
+                |stmt| matches!(stmt, Stmt::While(while_loop) if steps_an_environment(while_loop)),
+            );
+        if let Some(episode) = episode_loop {
+            refusals.push(steps_differ_per_worker(rewrite, episode));
+            continue;
+        }
+        if let Some(refusal) = called_per_episode_step(rewrite, scope) {
+            refusals.push(refusal);
             continue;
         }
         let compiled = !find_compiles(rewrite, site.scope, &receiver, Some(site.range.start))
@@ -73,6 +79,53 @@ pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
         }
     }
     refusals
+}
+
+/// The function holding a fit, called (by its name, as a method of any
+/// object or as a function of the module) where each worker's environment
+/// decides how often it runs: in the own body of a loop that ends with the
+/// episode (an agent's `replay(batch_size)` once per environment step), or
+/// under a test in a loop that steps an environment (`if len(memory) >
+/// batch_size:`), which each worker's episodes decide.
+fn called_per_episode_step(rewrite: &ModuleRewrite, fitting: &Scope) -> Option<Diagnostic> {
+    let Some(Stmt::FunctionDef(function)) = fitting.function else {
+        return None;
+    };
+    let name = function.name.as_str();
+    let calls = rewrite
+        .module
+        .scopes
+        .iter()
+        .flat_map(|scope| scope.facts.calls.iter())
+        .filter(|call_site| match call_site.call.func.as_ref() {
+            Expr::Attribute(attribute) => attribute.attr.as_str() == name,
+            Expr::Name(called) => called.id.as_str() == name,
+            _ => false,
+        });
+    for call_site in calls {
+        let Some(innermost) = call_site.enclosing_loops.last() else {
+            continue;
+        };
+        if ends_with_an_episode(innermost) {
+            return Some(steps_differ_per_worker(rewrite, innermost));
+        }
+        let in_environment_loop = call_site
+            .enclosing_loops
+            .iter()
+            .any(|loop_statement| steps_an_environment_within(loop_statement));
+        if let Some(condition) = call_site.conditions.last()
+            && in_environment_loop
+        {
+            let condition = rewrite.expression_text(condition);
+            return Some(Diagnostic::new(
+                STEPS_DIFFER_PER_WORKER,
+                span(call_site.call),
+                format!("`{name}` trains only when `{condition}`, in a loop that steps an environment: each worker's own episodes decide it, so the workers would take different numbers of gradient allreduces and the one that stops first would leave the others waiting; this module was left as written"),
+            )
+            .with_suggestion("train a fixed number of steps per episode or per iteration (from a replay buffer, whatever each worker's episodes were), which the tool can divide, then run the tool again"));
+        }
+    }
+    None
 }
 
 fn not_compiled(
