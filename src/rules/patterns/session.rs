@@ -682,6 +682,14 @@ fn train_op_names(rewrite: &ModuleRewrite) -> HashSet<String> {
                 if matches!(attribute.attr.as_str(), "minimize" | "apply_gradients"))
             {
                 names.insert(assignment.name.clone());
+                // Fetched by its graph name (`minimize(cost, name="train")`).
+                if let Some(Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::Str(graph_name),
+                    ..
+                })) = keyword(call, "name").map(|keyword| &keyword.value)
+                {
+                    names.insert(format!("{GRAPH_NAME}{graph_name}"));
+                }
                 // `self.train_op = ...` in a model class is `model.train_op` outside it.
                 if let Some((_, attribute)) = assignment.name.rsplit_once('.') {
                     names.insert(format!(".{attribute}"));
@@ -691,6 +699,9 @@ fn train_op_names(rewrite: &ModuleRewrite) -> HashSet<String> {
     }
     names
 }
+
+/// Marks a train op's graph name among the names of train ops.
+const GRAPH_NAME: &str = "graph:";
 
 /// Whether a `sess.run(...)` fetches one of the train ops.
 fn runs_a_train_op(run: &ast::ExprCall, train_ops: &HashSet<String>) -> bool {
@@ -710,7 +721,8 @@ fn runs_a_train_op(run: &ast::ExprCall, train_ops: &HashSet<String>) -> bool {
             ..
         }) = expr
         {
-            found |= train_ops.contains(fetched.split(':').next().unwrap_or_default());
+            let op = fetched.split(':').next().unwrap_or_default();
+            found |= train_ops.contains(op) || train_ops.contains(&format!("{GRAPH_NAME}{op}"));
         }
         found |= dotted_name(expr).is_some_and(|name| {
             train_ops.contains(&name)
