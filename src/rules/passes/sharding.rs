@@ -535,7 +535,7 @@ fn factory_pipeline_source(
 fn factory_source(rewrite: &ModuleRewrite, factory: &FactoryCall) -> Option<Range<usize>> {
     if let Some(local) = factory.local_scope(rewrite)
         && (builds_one_dataset(rewrite, local.name())
-            || others_only_validate_fits(rewrite, local.name(), factory.call))
+            || others_only_feed_fits(rewrite, local.name(), factory.call))
     {
         let returned = match (factory.position, factory.returned) {
             (None, value) => value,
@@ -712,11 +712,13 @@ fn builds_one_dataset(rewrite: &ModuleRewrite, function: &str) -> bool {
     arguments.all(|shape| Some(shape) == first)
 }
 
-/// Whether every other call of a function builds only the
-/// `validation_data=` of fits (`valid = make(b)` used nowhere else): a shard
-/// inside then splits validation too, which Keras' averaged metrics (the
-/// `MetricAverageCallback` the fit gets) turn back into one measure of it.
-fn others_only_validate_fits(
+/// Whether every other call of a function builds only data that fits
+/// train on or validate with (`valid = make(b)` read only as a fit's
+/// `validation_data=`, `train = make(c)` only as another fit's data, or
+/// printed): a shard inside splits each training set, as it must, and
+/// validation too, which Keras' averaged metrics (the `MetricAverageCallback`
+/// the fit gets) turn back into one measure of it.
+fn others_only_feed_fits(
     rewrite: &ModuleRewrite,
     function: &str,
     training_call: &ast::ExprCall,
@@ -743,7 +745,7 @@ fn others_only_validate_fits(
             validation_names.push(target.id.as_str());
         }
     }
-    // Each read of those names is the value of a fit's `validation_data=`.
+    // Each read of those names is a fit's data or `validation_data=`, or printed.
     let mut reads = 0;
     let mut validating = 0;
     for scope in &rewrite.module.scopes {
@@ -757,12 +759,28 @@ fn others_only_validate_fits(
                 }
                 Expr::Call(call) if matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "fit") =>
                 {
+                    let built = |value: &Expr| matches!(value, Expr::Name(name) if validation_names.contains(&name.id.as_str()));
                     validating += call
-                            .keywords
-                            .iter()
-                            .filter(|keyword| keyword.arg.as_deref() == Some("validation_data"))
-                            .filter(|keyword| matches!(&keyword.value, Expr::Name(name) if validation_names.contains(&name.id.as_str())))
-                            .count();
+                        .keywords
+                        .iter()
+                        .filter(|keyword| {
+                            matches!(keyword.arg.as_deref(), Some("validation_data" | "x"))
+                        })
+                        .filter(|keyword| built(&keyword.value))
+                        .count()
+                        + call
+                            .args
+                            .first()
+                            .filter(|data| built(data))
+                            .map_or(0, |_| 1);
+                }
+                Expr::Call(call) if matches!(call.func.as_ref(), Expr::Name(callee) if callee.id.as_str() == "print") =>
+                {
+                    validating += call
+                        .args
+                        .iter()
+                        .filter(|argument| matches!(argument, Expr::Name(name) if validation_names.contains(&name.id.as_str())))
+                        .count();
                 }
                 _ => {}
             });
@@ -817,7 +835,7 @@ fn why_not_shardable_within(
     let inside = match factory.local_scope(rewrite) {
         Some(local)
             if !builds_one_dataset(rewrite, local.name())
-                && !others_only_validate_fits(rewrite, local.name(), factory.call) =>
+                && !others_only_feed_fits(rewrite, local.name(), factory.call) =>
         {
             format!(
                 ", and `{function}` builds the evaluation data too, which a shard inside it would split"
