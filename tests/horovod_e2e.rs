@@ -72,6 +72,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    keras_series_helper_two_fits,
     keras_archive_unpacked_then_read,
     keras_class_builds_own_model,
     keras_loaded_splits_sharded,
