@@ -18,6 +18,7 @@ pub mod fits_driven;
 pub mod graph_input;
 pub mod init_block;
 pub mod learning_rate;
+pub mod loaded_splits;
 pub mod loop_steps;
 pub mod rank_zero;
 pub mod rate_changers;

@@ -13,6 +13,7 @@ use std::ops::Range;
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
+use super::loaded_splits;
 use crate::analysis::catalogue::{Certainty, Effect};
 use crate::analysis::training::{ModuleAnalysis, Scope};
 use crate::analysis::walk::{chain_root, method_chain, walk_expression};
@@ -191,6 +192,12 @@ enum OwnOrder<'a> {
 /// The seed a source gets so that every process draws the same order.
 const SHARED_SEED: &str = "0";
 
+/// Whether a source draws no order of its own in each process (shards of
+/// it are disjoint).
+pub(super) fn draws_no_order_of_its_own(rewrite: &ModuleRewrite, source: &Range<usize>) -> bool {
+    matches!(own_order(rewrite, source), OwnOrder::None)
+}
+
 fn own_order<'a>(rewrite: &ModuleRewrite<'a>, source: &Range<usize>) -> OwnOrder<'a> {
     let Some((scope, call)) = source_call(rewrite, source) else {
         return OwnOrder::None;
@@ -348,7 +355,7 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
     match dataset {
         Expr::Name(name) => continued_pipeline_source(rewrite, scope, dataset)
             .or_else(|| factory_pipeline_source(rewrite, scope, name.id.as_str()))
-            .or_else(|| split_of_loaded_source(rewrite, scope, dataset)),
+            .or_else(|| loaded_splits::split_of_loaded_source(rewrite, scope, dataset)),
         // `ds.batch(n).prefetch(1)`: the pipeline `ds` names; `load(x).map(f)`:
         // the one a package function returns.
         other => match chain_root(other) {
@@ -372,89 +379,6 @@ pub(super) fn plain_assignments<'s, 'a>(
         .iter()
         .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
         .filter(move |assignment| assignment.name == name)
-}
-
-/// `ds_train = ds_split[1]` (or `splits["train"]`) of the splits a source
-/// loads at once (`ds_split, info = tfds.load(..., split=[...])`): the shard
-/// goes after the subscript, on that split alone. Not when the source draws
-/// an order of its own in each process: the shards would overlap.
-fn split_of_loaded_source(
-    rewrite: &ModuleRewrite,
-    scope: &Scope,
-    dataset: &Expr,
-) -> Option<Range<usize>> {
-    let Expr::Name(name) = dataset else {
-        return None;
-    };
-    let used_at = span(dataset).start;
-    let top_level = &rewrite.module.scopes[0];
-    let (builder, picked) = [scope, top_level].into_iter().find_map(|candidate| {
-        picked_split(candidate, name.id.as_str(), used_at).map(|picked| (candidate, picked))
-    })?;
-    let (statement, value) = picked;
-    let Expr::Subscript(subscript) = value else {
-        return None;
-    };
-    // `x_full[5000:]` cuts rows of an array a loader returned; a split is
-    // picked by its index or name.
-    if matches!(subscript.slice.as_ref(), Expr::Slice(_)) {
-        return None;
-    }
-    let Expr::Name(splits) = subscript.value.as_ref() else {
-        return None;
-    };
-    let loaded = builder
-        .facts
-        .assignments
-        .iter()
-        .filter(|assignment| assignment.name == splits.id.as_str())
-        .rfind(|assignment| span(assignment.statement).start < span(statement).start)?;
-    // A source of several splits (`tfds.load` with a list of splits, or
-    // none): each element is a pipeline.
-    let Expr::Call(load) = loaded.value else {
-        return None;
-    };
-    let loads_splits = rewrite
-        .catalogued_effects(builder, load)
-        .iter()
-        .any(|effect| matches!(effect, Effect::DataSource { .. }));
-    (loads_splits && matches!(own_order(rewrite, &span(load)), OwnOrder::None)).then(|| span(value))
-}
-
-/// The statement that picks the split `name` holds where it is used, and
-/// the expression it picks with: past the assignments that continue the
-/// same name (`train = train.shuffle(n)`), unless one cuts the stream
-/// (`take`, `skip`: a shard above it would leave the cut whole); the element
-/// at the name's place when a tuple is unpacked (`train, test = d["train"],
-/// d["test"]`).
-fn picked_split<'a>(scope: &Scope<'a>, name: &str, used_at: usize) -> Option<(&'a Stmt, &'a Expr)> {
-    let mut before = used_at;
-    loop {
-        let assignment = plain_assignments(scope, name)
-            .rfind(|assignment| span(assignment.statement).start < before)?;
-        let continues = matches!(chain_root(assignment.value), Expr::Name(root) if root.id.as_str() == name)
-            && !matches!(assignment.value, Expr::Name(_));
-        if !continues {
-            let Stmt::Assign(assign) = assignment.statement else {
-                return None;
-            };
-            return match (assign.targets.as_slice(), assignment.value) {
-                ([Expr::Tuple(_)], Expr::Tuple(_)) => {
-                    crate::analysis::walk::unpacked_element(assignment.statement, name)
-                        .map(|element| (assignment.statement, element))
-                }
-                ([Expr::Name(_)], value) => Some((assignment.statement, value)),
-                _ => None,
-            };
-        }
-        let cuts = method_chain(assignment.value)
-            .iter()
-            .any(|(method, _)| matches!(*method, "take" | "skip"));
-        if cuts {
-            return None;
-        }
-        before = span(assignment.statement).start;
-    }
 }
 
 /// `examples = files.interleave(...)`: the source of the pipeline the name
@@ -486,32 +410,8 @@ fn continued_pipeline_source(
         return None;
     }
     let root = chain_root(value);
-    pipeline_source(rewrite, builder, root).or_else(|| unpacked_split(rewrite, builder, root))
-}
-
-/// `train` of `(train, test), info = tfds.load(..., split=[...])`: one of
-/// the splits a source loads at once, unpacked to names. The shard goes on
-/// the name where a pipeline continues it (`train.shuffle(n)`), on that
-/// split alone. Not when the source draws an order of its own in each
-/// process: the shards would overlap.
-fn unpacked_split(rewrite: &ModuleRewrite, scope: &Scope, root: &Expr) -> Option<Range<usize>> {
-    let Expr::Name(name) = root else {
-        return None;
-    };
-    let assignment = plain_assignments(scope, name.id.as_str())
-        .rfind(|assignment| span(assignment.statement).start < span(root).start)?;
-    let (Stmt::Assign(assign), Expr::Call(load)) = (assignment.statement, assignment.value) else {
-        return None;
-    };
-    let several = matches!(assign.targets.as_slice(), [Expr::Tuple(_)])
-        && crate::analysis::walk::keyword(load, "split")
-            .is_some_and(|split| matches!(split.value, Expr::List(_) | Expr::Tuple(_)));
-    let loads = rewrite
-        .catalogued_effects(scope, load)
-        .iter()
-        .any(|effect| matches!(effect, Effect::DataSource { .. }));
-    (several && loads && matches!(own_order(rewrite, &span(load)), OwnOrder::None))
-        .then(|| span(root))
+    pipeline_source(rewrite, builder, root)
+        .or_else(|| loaded_splits::unpacked_split(rewrite, builder, root))
 }
 
 /// `train_ds = mnist_dataset()` or `train, test = make_datasets()`: the
