@@ -13,6 +13,7 @@ pub mod cursor_share;
 pub mod device_pinning;
 pub mod downloads;
 pub mod end_of_data;
+pub mod episodes;
 pub mod epochs;
 pub mod fits_driven;
 pub mod graph_input;

@@ -17,10 +17,11 @@ use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::OPTIMIZER_NOT_WRAPPABLE;
 use crate::rules::assumptions::KERAS_3;
-use crate::rules::passes::loop_steps::{
-    STEPS_DIFFER_PER_WORKER, ends_with_an_episode, steps_an_environment,
-    steps_an_environment_within, steps_differ_per_worker,
+use crate::rules::passes::episodes::{
+    ends_with_an_episode, steps_an_environment, steps_an_environment_within,
+    steps_differ_per_worker,
 };
+use crate::rules::passes::loop_steps::STEPS_DIFFER_PER_WORKER;
 use crate::rules::rewrite::ModuleRewrite;
 
 /// One error per training loop of the module whose model is compiled nowhere.
