@@ -60,9 +60,12 @@ pub const CODES: &[Code] = &[
 ];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
-    if rewrite.learning_rates.work_not_split() || rewrite.had_horovod {
+    if rewrite.had_horovod {
         return;
     }
+    // A schedule feeding only fits whose work is split is scaled with their
+    // optimizers' rates, even where other fits of the module stay whole.
+    let every_fit_split = !rewrite.learning_rates.work_not_split();
     let module = rewrite.module;
     for scope in &module.scopes {
         for site in &scope.facts.calls {
@@ -74,10 +77,15 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             let schedule = call.args.first().or_else(|| {
                 crate::analysis::walk::keyword(call, "schedule").map(|keyword| &keyword.value)
             });
-            if let (true, Some(schedule)) = (is_scheduler, schedule) {
+            if let (true, Some(schedule)) = (is_scheduler, schedule)
+                && (every_fit_split || feeds_only_split_fits(rewrite, site))
+            {
                 scale_schedule(rewrite, schedule);
             }
         }
+    }
+    if !every_fit_split {
+        return;
     }
     for stmt in &module.module.body {
         if let Stmt::ClassDef(class) = stmt
@@ -88,6 +96,55 @@ pub fn run(rewrite: &mut ModuleRewrite) {
         }
     }
     warn_rate_setting_callbacks_elsewhere(rewrite);
+}
+
+/// Whether a callback built by `site` (`lr_schedule = LearningRateScheduler(...)`)
+/// is in the callbacks of some Keras fits, the name's binding they see, and
+/// all of them have their work split.
+fn feeds_only_split_fits(rewrite: &ModuleRewrite, site: &crate::analysis::index::CallSite) -> bool {
+    let module = rewrite.module;
+    let bound = match site.statement {
+        Stmt::Assign(assign) if span(assign.value.as_ref()) == span(site.call) => {
+            match assign.targets.as_slice() {
+                [Expr::Name(name)] => Some(name.id.as_str()),
+                _ => return false,
+            }
+        }
+        _ => None,
+    };
+    let mut fits = Vec::new();
+    for training in &module.sites {
+        let scope = &module.scopes[training.scope];
+        let Some((_, fit)) = crate::analysis::training::find_call(scope, &training.range) else {
+            continue;
+        };
+        let Some(Expr::List(callbacks)) =
+            crate::analysis::walk::keyword(fit, "callbacks").map(|keyword| &keyword.value)
+        else {
+            continue;
+        };
+        let feeds = callbacks
+            .elts
+            .iter()
+            .any(|callback| match (callback, bound) {
+                (Expr::Call(inline), _) => span(inline) == span(site.call),
+                (Expr::Name(name), Some(bound)) if name.id.as_str() == bound => {
+                    [scope, &module.scopes[0]]
+                        .into_iter()
+                        .find_map(|candidate| {
+                            candidate.facts.assignment_before(bound, span(fit).start)
+                        })
+                        .is_some_and(|assignment| {
+                            span(assignment.statement) == span(site.statement)
+                        })
+                }
+                _ => false,
+            });
+        if feeds {
+            fits.push(training.range.clone());
+        }
+    }
+    !fits.is_empty() && !rewrite.learning_rates.rate_stays_for(Some(&fits))
 }
 
 /// A callback class that sets the rate, built with a count computed from

@@ -321,30 +321,40 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
             let top_level = &rewrite.module.scopes[0];
             let used_at = span(dataset).start;
             [scope, top_level].into_iter().find_map(|candidate| {
-                let sources: Vec<_> = candidate
+                // A plain name: `.apply(...)` after a call whose result is
+                // unpacked (`train, val = source(...)`) would apply it to
+                // the tuple.
+                let plain: Vec<_> = candidate
                     .facts
                     .assignments
                     .iter()
-                    // A plain name: `.apply(...)` after a call whose
-                    // result is unpacked (`train, val = source(...)`)
-                    // would apply it to the tuple.
-                    .filter(|assignment| {
-                        matches!(assignment.statement, Stmt::Assign(assign)
-                        if matches!(assign.targets.as_slice(), [Expr::Name(_)]))
-                    })
                     .filter(|assignment| {
                         assignment.name == name.id.as_str()
-                            && dataset_source(rewrite, candidate, assignment.value).is_some()
+                            && matches!(assignment.statement, Stmt::Assign(assign)
+                                if matches!(assign.targets.as_slice(), [Expr::Name(_)]))
+                    })
+                    // Not a step continuing it (`ds = ds.window(...)`).
+                    .filter(|assignment| {
+                        !matches!(chain_root(assignment.value), Expr::Name(root) if root.id == name.id)
                     })
                     .collect();
-                // The pipeline the use reads: the last one built before it
-                // (a name rebuilt from another source, `ds = list_files(...)`
-                // then `ds = from_tensor_slices(loaded)`), else the first.
-                sources
+                let is_source = |value: &Expr| dataset_source(rewrite, candidate, value).is_some();
+                // The pipeline the use reads: the one assigned last before
+                // it, past the steps continuing it (a name rebuilt from another source, `ds =
+                // list_files(...)` then `ds = from_tensor_slices(loaded)`),
+                // none when that one is no source the pass knows (never an
+                // earlier one); else, assigned after it in the file (a
+                // function reading a global), the first source.
+                match plain
                     .iter()
                     .rfind(|assignment| span(assignment.statement).start < used_at)
-                    .or(sources.first())
-                    .map(|assignment| assignment.value)
+                {
+                    Some(reaching) => is_source(reaching.value).then_some(reaching.value),
+                    None => plain
+                        .iter()
+                        .find(|assignment| is_source(assignment.value))
+                        .map(|assignment| assignment.value),
+                }
             })
         }
         other => Some(other),
@@ -354,7 +364,9 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
     }
     match dataset {
         Expr::Name(name) => continued_pipeline_source(rewrite, scope, dataset)
-            .or_else(|| factory_pipeline_source(rewrite, scope, name.id.as_str()))
+            .or_else(|| {
+                factory_pipeline_source(rewrite, scope, name.id.as_str(), span(dataset).start)
+            })
             .or_else(|| loaded_splits::split_of_loaded_source(rewrite, scope, dataset)),
         // `ds.batch(n).prefetch(1)`: the pipeline `ds` names; `load(x).map(f)`:
         // the one a package function returns.
@@ -425,8 +437,9 @@ fn factory_pipeline_source(
     rewrite: &ModuleRewrite,
     scope: &Scope,
     name: &str,
+    used_at: usize,
 ) -> Option<Range<usize>> {
-    let factory = factory_of(rewrite, scope, name)?;
+    let factory = factory_of(rewrite, scope, name, used_at)?;
     factory_source(rewrite, &factory)
 }
 
@@ -551,10 +564,26 @@ fn factory_of<'a>(
     rewrite: &ModuleRewrite<'a>,
     scope: &'a Scope<'a>,
     name: &str,
+    used_at: usize,
 ) -> Option<FactoryCall<'a>> {
     let top_level = &rewrite.module.scopes[0];
     let (caller, assignment, position) = [scope, top_level].into_iter().find_map(|candidate| {
-        candidate.facts.assignments.iter().find_map(|assignment| {
+        // The assignment the use sees, past the steps continuing it (`ds =
+        // ds.shuffle(n)`): the last before it, else (a global a function
+        // reads) the first.
+        let assignments = &candidate.facts.assignments;
+        let reaching = assignments
+            .iter()
+            .rposition(|assignment| {
+                assignment.name == name
+                    && span(assignment.statement).start < used_at
+                    && !matches!(chain_root(assignment.value), Expr::Name(root) if root.id.as_str() == name)
+            })
+            .unwrap_or(0);
+        let mut ordered = assignments[reaching..]
+            .iter()
+            .chain(&assignments[..reaching]);
+        ordered.find_map(|assignment| {
             let Stmt::Assign(assign) = assignment.statement else {
                 return None;
             };
@@ -724,7 +753,7 @@ fn why_not_shardable_within(
         });
     }
     let factory = match chain_root(dataset) {
-        Expr::Name(name) => factory_of(rewrite, scope, name.id.as_str())?,
+        Expr::Name(name) => factory_of(rewrite, scope, name.id.as_str(), span(dataset).start)?,
         Expr::Call(call) => factory_at(rewrite, scope, call, None)?,
         _ => return None,
     };
