@@ -42,12 +42,7 @@ pub fn steps_an_environment_within(loop_statement: &Stmt) -> bool {
         &mut |stmt| {
             found |= crate::analysis::walk::calls_in_statement(stmt)
                 .into_iter()
-                .any(|call| {
-                    matches!(call.func.as_ref(), Expr::Attribute(attribute)
-                if attribute.attr.as_str() == "step"
-                    && dotted_name(&attribute.value)
-                        .is_some_and(|receiver| receiver.to_lowercase().contains("env")))
-                });
+                .any(is_environment_step);
         },
     );
     found
@@ -58,14 +53,7 @@ fn body_steps_an_environment(body: &[Stmt]) -> bool {
         body.iter().any(|stmt| {
             let mut found = false;
             walk_statement_expressions(stmt, &mut |expr| {
-                if let Expr::Call(call) = expr
-                    && let Expr::Attribute(attribute) = call.func.as_ref()
-                    && attribute.attr.as_str() == "step"
-                    && dotted_name(&attribute.value)
-                        .is_some_and(|receiver| receiver.to_lowercase().contains("env"))
-                {
-                    found = true;
-                }
+                found |= matches!(expr, Expr::Call(call) if is_environment_step(call));
             });
             found
                 || match stmt {
@@ -110,4 +98,12 @@ pub fn steps_differ_per_worker(rewrite: &ModuleRewrite, episode: &Stmt) -> Diagn
         format!("training steps run once per environment step in `{header}`, which ends with the episode: each worker's episodes last differently, so a gradient allreduce per step would pair steps of different episodes and the worker that finishes first would leave the others waiting; this module was left as written"),
     )
     .with_suggestion("train a fixed number of steps per episode or per iteration (from a replay buffer, outside the environment loop), which the tool can divide, then run the tool again")
+}
+
+/// `env.step(action)`: a call of `step` on a receiver named as an environment.
+fn is_environment_step(call: &ast::ExprCall) -> bool {
+    matches!(call.func.as_ref(), Expr::Attribute(attribute)
+        if attribute.attr.as_str() == "step"
+            && dotted_name(&attribute.value)
+                .is_some_and(|receiver| receiver.to_lowercase().contains("env")))
 }

@@ -6,10 +6,10 @@ use std::ops::Range;
 
 use rustpython_parser::ast::{Expr, Stmt};
 
-use super::sharding::{draws_no_order_of_its_own, plain_assignments};
+use super::sharding::{continues_name, draws_no_order_of_its_own, plain_assignments};
 use crate::analysis::catalogue::Effect;
 use crate::analysis::training::Scope;
-use crate::analysis::walk::{chain_root, method_chain};
+use crate::analysis::walk::method_chain;
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
 
@@ -71,8 +71,8 @@ fn picked_split<'a>(scope: &Scope<'a>, name: &str, used_at: usize) -> Option<(&'
     loop {
         let assignment = plain_assignments(scope, name)
             .rfind(|assignment| span(assignment.statement).start < before)?;
-        let continues = matches!(chain_root(assignment.value), Expr::Name(root) if root.id.as_str() == name)
-            && !matches!(assignment.value, Expr::Name(_));
+        let continues =
+            continues_name(assignment.value, name) && !matches!(assignment.value, Expr::Name(_));
         if !continues {
             let Stmt::Assign(assign) = assignment.statement else {
                 return None;

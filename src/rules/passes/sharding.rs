@@ -334,9 +334,7 @@ fn pipeline_source(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Op
                                 if matches!(assign.targets.as_slice(), [Expr::Name(_)]))
                     })
                     // Not a step continuing it (`ds = ds.window(...)`).
-                    .filter(|assignment| {
-                        !matches!(chain_root(assignment.value), Expr::Name(root) if root.id == name.id)
-                    })
+                    .filter(|assignment| !continues_name(assignment.value, name.id.as_str()))
                     .collect();
                 let is_source = |value: &Expr| dataset_source(rewrite, candidate, value).is_some();
                 // The pipeline the use reads: the one assigned last before
@@ -391,6 +389,12 @@ pub(super) fn plain_assignments<'s, 'a>(
         .iter()
         .filter(|assignment| matches!(assignment.statement, Stmt::Assign(_)))
         .filter(move |assignment| assignment.name == name)
+}
+
+/// Whether a value assigned to `name` continues its pipeline (`ds =
+/// ds.shuffle(n)`) rather than binding another.
+pub(super) fn continues_name(value: &Expr, name: &str) -> bool {
+    matches!(chain_root(value), Expr::Name(root) if root.id.as_str() == name)
 }
 
 /// `examples = files.interleave(...)`: the source of the pipeline the name
@@ -577,7 +581,7 @@ fn factory_of<'a>(
             .rposition(|assignment| {
                 assignment.name == name
                     && span(assignment.statement).start < used_at
-                    && !matches!(chain_root(assignment.value), Expr::Name(root) if root.id.as_str() == name)
+                    && !continues_name(assignment.value, name)
             })
             .unwrap_or(0);
         let mut ordered = assignments[reaching..]

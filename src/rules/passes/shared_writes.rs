@@ -156,14 +156,10 @@ fn opened_for_writing(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt) -> Op
     if entry.returns.as_deref() != Some(FILE_OBJECT) {
         return None;
     }
-    let writes = entry.effects.iter().any(|effect| match effect {
-        Effect::Writes { when, .. } => {
-            when.as_ref()
-                .is_none_or(|when| when.on(call) == Certainty::Holds)
-                && !is_own_path(rewrite, index, call, effect)
-        }
-        _ => false,
-    });
+    let writes = entry
+        .effects
+        .iter()
+        .any(|effect| writes_shared_path(rewrite, index, call, effect));
     writes.then(|| target.id.to_string())
 }
 
@@ -217,14 +213,7 @@ pub fn writes_in_with_block(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt)
         rewrite
             .catalogued_effects(scope, call)
             .iter()
-            .any(|effect| match effect {
-                Effect::Writes { when, .. } => {
-                    when.as_ref()
-                        .is_none_or(|when| when.on(call) == Certainty::Holds)
-                        && !is_own_path(rewrite, index, call, effect)
-                }
-                _ => false,
-            })
+            .any(|effect| writes_shared_path(rewrite, index, call, effect))
     });
     if !writes || leaves_the_block(&block.body) || rewrite.calls_horovod_in(&block.body) {
         return false;
@@ -236,6 +225,24 @@ pub fn writes_in_with_block(rewrite: &ModuleRewrite, scope: &Scope, stmt: &Stmt)
         }
     }
     !read_after(scope, stmt, &bound)
+}
+
+/// A catalogued write this call makes (`open(path, "w")`, not `open(path)`)
+/// to a path every worker shares.
+fn writes_shared_path(
+    rewrite: &ModuleRewrite,
+    index: usize,
+    call: &ast::ExprCall,
+    effect: &Effect,
+) -> bool {
+    match effect {
+        Effect::Writes { when, .. } => {
+            when.as_ref()
+                .is_none_or(|when| when.on(call) == Certainty::Holds)
+                && !is_own_path(rewrite, index, call, effect)
+        }
+        _ => false,
+    }
 }
 
 fn is_own_path(
