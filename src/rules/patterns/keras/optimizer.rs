@@ -151,10 +151,8 @@ fn own_method_factory(
             let Expr::Call(call) = assignment.value else {
                 return None;
             };
-            let method = dotted_name(&call.func)?;
-            let method = method.strip_prefix("self.")?;
-            let (class_path, _) = scope.qualified_name.rsplit_once('.')?;
-            let qualified = format!("{class_path}.{method}");
+            // `self._build_model` resolves to the class's own method.
+            let qualified = rewrite.callee(scope, &call.func)?;
             module
                 .scopes
                 .iter()
