@@ -415,11 +415,21 @@ impl<'a> ModuleRewrite<'a> {
 /// line itself when there are none).
 fn leading_comment_start(text: &str, offset: usize) -> usize {
     let mut start = text[..offset].rfind('\n').map_or(0, |newline| newline + 1);
+    let indent = &text[start..offset];
+    if !indent.trim().is_empty() {
+        return start;
+    }
     while start > 0 {
         let previous = text[..start - 1]
             .rfind('\n')
             .map_or(0, |newline| newline + 1);
-        if !text[previous..start].trim_start().starts_with('#') {
+        // A comment at another indentation belongs to other code: inserting
+        // above it would put the statement at the comment's indentation.
+        let line = &text[previous..start];
+        if !line.trim_start().starts_with('#') || !line.starts_with(indent) {
+            break;
+        }
+        if line[indent.len()..].starts_with([' ', '\t']) {
             break;
         }
         start = previous;
