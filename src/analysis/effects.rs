@@ -90,13 +90,12 @@ fn own_method(
     let owner = scope.qualified_name.rsplit_once('.')?.0;
     let wanted = format!("{owner}.{}", attribute.attr);
     module
-        .scopes
+        .scopes_named(&wanted)
         .iter()
-        .any(|candidate| {
-            candidate.qualified_name == wanted
-                && candidate
-                    .class
-                    .is_some_and(|found| std::ptr::eq(found, class))
+        .any(|&index| {
+            module.scopes[index]
+                .class
+                .is_some_and(|found| std::ptr::eq(found, class))
         })
         .then_some(wanted)
 }
@@ -391,14 +390,18 @@ pub fn read_before_rank_zero_write(
         .calls
         .iter()
         .filter(|site| span(site.statement).end <= read_at)
-        .filter(|site| !in_other_branch(scope, site.statement, read.statement))
     {
+        // Which branch a call sits in is asked last: it walks the scope.
+        let same_pass = || !in_other_branch(scope, site.statement, read.statement);
         if is_horovod_collective(site.call) {
-            last_write = None;
+            if same_pass() {
+                last_write = None;
+            }
             continue;
         }
         if let Some(tokens) = rank_zero_write(analysis, module, scope_index, site, which)
             && related(&tokens)
+            && same_pass()
         {
             last_write = Some((
                 span(site.call).start,
@@ -464,10 +467,10 @@ fn callee_scope<'a>(
 ) -> Option<(&'a ModuleAnalysis<'a>, usize)> {
     analysis.modules.iter().find_map(|module| {
         module
-            .scopes
+            .scopes_named(callee)
             .iter()
-            .position(|scope| scope.function.is_some() && scope.qualified_name == callee)
-            .map(|index| (module, index))
+            .find(|&&index| module.scopes[index].function.is_some())
+            .map(|&index| (module, index))
     })
 }
 

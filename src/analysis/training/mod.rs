@@ -167,6 +167,10 @@ pub struct ModuleAnalysis<'a> {
     /// question about one function's callers does not walk every call of a
     /// large module again.
     calls_by_name: std::sync::OnceLock<HashMap<String, Vec<(usize, usize)>>>,
+    /// The indices of the module's scopes by qualified name, in order (a
+    /// name defined twice has two): built when first asked for, so that
+    /// finding a callee's scope does not walk every scope of the package.
+    scopes_by_name: std::sync::OnceLock<HashMap<String, Vec<usize>>>,
 }
 
 impl ModuleAnalysis<'_> {
@@ -335,16 +339,28 @@ impl<'a> Analysis<'a> {
             .iter()
             .filter(|module| module.module.name == summary.module)
             .find_map(|module| {
-                let index = module
-                    .scopes
-                    .iter()
-                    .position(|scope| scope.qualified_name == function)?;
+                let index = *module.scopes_named(function).first()?;
                 Some((module, index))
             })
     }
 }
 
 impl<'a> ModuleAnalysis<'a> {
+    /// The indices of the scopes whose qualified name is `name`, in order.
+    pub fn scopes_named(&self, name: &str) -> &[usize] {
+        let by_name = self.scopes_by_name.get_or_init(|| {
+            let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+            for (index, scope) in self.scopes.iter().enumerate() {
+                by_name
+                    .entry(scope.qualified_name.clone())
+                    .or_default()
+                    .push(index);
+            }
+            by_name
+        });
+        by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
     /// The calls of the module whose callee is named `name` (a plain name
     /// or the attribute called), with the index of the scope making each.
     pub fn calls_named(&self, name: &str) -> Vec<(usize, &index::CallSite<'a>)> {
@@ -414,6 +430,7 @@ impl<'a> ModuleAnalysis<'a> {
             callbacks_made_elsewhere: HashSet::new(),
             index: SemanticIndex::default(),
             calls_by_name: std::sync::OnceLock::new(),
+            scopes_by_name: std::sync::OnceLock::new(),
         };
         sites::find_sites(package, &mut analysis);
         analysis
