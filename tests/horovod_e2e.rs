@@ -72,6 +72,8 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    tf1_initializer_global_run_in_function,
+    tf1_model_init_op_attribute,
     keras_series_helper_two_fits,
     keras_archive_unpacked_then_read,
     keras_class_builds_own_model,

@@ -957,3 +957,41 @@ fn depends_on_rank_directly(module: &ModuleAnalysis, scope_index: usize, expr: &
     }
     false
 }
+
+/// Whether a call of a package function draws from the process's random
+/// state, in its own body or through the package functions it calls
+/// (`points, labels = draw(16)` with `np.random` inside): each call gives
+/// other data.
+pub fn package_function_draws(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    call: &ast::ExprCall,
+) -> bool {
+    let Some(first) = resolved_callee(analysis, module, scope_index, &call.func) else {
+        return false;
+    };
+    let mut pending = vec![first];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(function) = pending.pop() {
+        if !seen.insert(function.clone()) {
+            continue;
+        }
+        let Some((module, scope_index)) = analysis.scope_of_function(&function) else {
+            continue;
+        };
+        for site in &module.scopes[scope_index].facts.calls {
+            let Some(called) = resolved_callee(analysis, module, scope_index, &site.call.func)
+            else {
+                continue;
+            };
+            if crate::analysis::library::draws_at_random(&crate::analysis::library::canonical_name(
+                &called,
+            )) {
+                return true;
+            }
+            pending.push(called);
+        }
+    }
+    false
+}

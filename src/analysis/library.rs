@@ -326,6 +326,28 @@ pub const OPTIMIZER_STEP_METHODS: &[&str] = &[
     "train",
 ];
 
+/// A library function that draws from the process's random state.
+pub fn draws_at_random(callee: &str) -> bool {
+    // Constructing a generator or seeding one draws nothing yet.
+    let makes_or_seeds = matches!(
+        callee.rsplit('.').next(),
+        Some(
+            "seed"
+                | "RandomState"
+                | "default_rng"
+                | "Generator"
+                | "set_seed"
+                | "get_state"
+                | "set_state"
+        )
+    );
+    !makes_or_seeds
+        && (callee.starts_with("numpy.random.")
+            || callee.starts_with("random.")
+            || callee.starts_with("tensorflow.random.")
+            || callee == "tensorflow.train.shuffle_batch")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -578,7 +578,10 @@ fn draws_at_random(program: &Program, call: &ScopedCall) -> bool {
     }
     let seeded_here = crate::analysis::walk::keyword(call.site.call, "seed").is_some();
     let method = call.method().unwrap_or_default();
-    let by_callee = call.callee.as_deref().is_some_and(draws_by_name);
+    let by_callee = call
+        .callee
+        .as_deref()
+        .is_some_and(crate::analysis::library::draws_at_random);
     // `shuffle=True` of a TF1 input producer or an Estimator input function.
     let shuffled = crate::analysis::walk::keyword(call.site.call, "shuffle").is_some_and(|keyword| {
         matches!(&keyword.value, rustpython_parser::ast::Expr::Constant(constant) if constant.value == rustpython_parser::ast::Constant::Bool(true))
@@ -589,28 +592,6 @@ fn draws_at_random(program: &Program, call: &ScopedCall) -> bool {
             matches!(&keyword.value, rustpython_parser::ast::Expr::Constant(constant) if constant.value == rustpython_parser::ast::Constant::Bool(false))
         });
     (by_callee || by_method) && !seeded_here
-}
-
-/// A library function that draws from the process's random state.
-fn draws_by_name(callee: &str) -> bool {
-    // Constructing a generator or seeding one draws nothing yet.
-    let makes_or_seeds = matches!(
-        callee.rsplit('.').next(),
-        Some(
-            "seed"
-                | "RandomState"
-                | "default_rng"
-                | "Generator"
-                | "set_seed"
-                | "get_state"
-                | "set_state"
-        )
-    );
-    !makes_or_seeds
-        && (callee.starts_with("numpy.random.")
-            || callee.starts_with("random.")
-            || callee.starts_with("tensorflow.random.")
-            || callee == "tensorflow.train.shuffle_batch")
 }
 
 /// A package function that draws the batches at random, itself or through
@@ -653,7 +634,11 @@ fn helper_drawing_batches(program: &Program, call: &ScopedCall) -> Option<String
             let Some(called) = resolve(module, scope_index, &site.call.func) else {
                 continue;
             };
-            if in_loop && draws_by_name(&crate::analysis::library::canonical_name(&called)) {
+            if in_loop
+                && crate::analysis::library::draws_at_random(
+                    &crate::analysis::library::canonical_name(&called),
+                )
+            {
                 return Some(program.text[span(call.site.call.func.as_ref())].to_string());
             }
             pending.push(called);

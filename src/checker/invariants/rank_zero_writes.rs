@@ -382,12 +382,7 @@ fn download(
                 format!("`get_file(..., extract=True)` at line {line} runs again on every rank after rank 0's download, and extracts the archive into the shared folder each time"),
             ).with_suggestion("extract on rank 0 only, and pass the extracted path to the other ranks"));
         }
-        let skips_what_is_there = cached
-            || program
-                .enclosing_statements(call.scope, call.site)
-                .iter()
-                .any(|statement| matches!(statement, Stmt::If(node) if effect_summaries::tests_for_files(&node.test)));
-        if !skips_what_is_there {
+        if !skips_what_is_there(program, call, cached) {
             return Some(Decision::new(
                 RANK_ZERO_WRITES,
                 Verdict::Unknown,
@@ -395,6 +390,11 @@ fn download(
                 format!("the download at line {line} runs again on every rank after rank 0's, and writes the same file at once on every rank: it does not skip what is there"),
             ).with_suggestion("download on rank 0 only, or test that the file exists before downloading"));
         }
+        return None;
+    }
+    if skips_what_is_there(program, call, cached)
+        && helper_called_on_rank_zero_first(program, calls, call)
+    {
         return None;
     }
     // A download in code written with Horovod is the user's choice (Horovod's
@@ -413,6 +413,42 @@ fn download(
         )
         .with_suggestion("download on rank 0 first (`if hvd.rank() == 0:`), then wait with a barrier, then load on every rank"),
     )
+}
+
+/// A cached download, or one under a test that its file is not there yet.
+fn skips_what_is_there(program: &Program, call: &ScopedCall, cached: bool) -> bool {
+    cached
+        || program
+            .enclosing_statements(call.scope, call.site)
+            .iter()
+            .any(|statement| matches!(statement, Stmt::If(node) if effect_summaries::tests_for_files(&node.test)))
+}
+
+/// The download is in a function of this module (`maybe_download`) that
+/// every caller calls on rank 0 alone, or after a call on rank 0 alone:
+/// the others find rank 0's file there.
+fn helper_called_on_rank_zero_first(
+    program: &Program,
+    calls: &[ScopedCall],
+    call: &ScopedCall,
+) -> bool {
+    if call.scope.function.is_none() {
+        return false;
+    }
+    let function = call.scope.qualified_name.as_str();
+    let callers: Vec<&ScopedCall> = calls
+        .iter()
+        .filter(|caller| caller.callee.as_deref() == Some(function))
+        .collect();
+    let on_rank_zero =
+        |caller: &&ScopedCall| program.runs_on_rank_zero_only(caller.scope, caller.site);
+    !callers.is_empty()
+        && callers.iter().all(|caller| {
+            on_rank_zero(caller)
+                || callers.iter().any(|earlier| {
+                    earlier.range().start < caller.range().start && on_rank_zero(earlier)
+                })
+        })
 }
 
 /// Module level, or the function of a training loop: it runs on every rank.

@@ -131,8 +131,12 @@ fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option
         return None;
     }
     catalogued_download(rewrite, scope, statement, call)
-        .or_else(|| through_package_function(rewrite, scope, call))
+        .or_else(|| through_package_function(rewrite, scope, call, 0))
 }
+
+/// How deep `fixed_inside` follows helpers calling helpers (and stops on
+/// recursion).
+const HELPER_DEPTH: usize = 4;
 
 /// A catalogued download the pass makes safe where it is. One under a test
 /// that the file is not there yet (`if not os.path.exists(path):`) is not:
@@ -168,6 +172,7 @@ fn through_package_function(
     rewrite: &ModuleRewrite,
     scope: &Scope,
     call: &rustpython_parser::ast::ExprCall,
+    depth: usize,
 ) -> Option<Download> {
     let analysis = rewrite.analysis;
     let index = rewrite.scope_index(scope)?;
@@ -185,8 +190,14 @@ fn through_package_function(
                     Stmt::Assign(assign) => assign.value.as_ref(),
                     _ => return false,
                 };
+                // A download made safe inside: catalogued, or a call of a
+                // helper of its own that this pass makes rank 0 call first.
                 called(value).is_some_and(|inner_call| {
                     catalogued_download(rewrite, function, inner, inner_call).is_some()
+                        || (depth < HELPER_DEPTH
+                            && !rewrite.calls_horovod(value, "rank")
+                            && through_package_function(rewrite, function, inner_call, depth + 1)
+                                .is_some())
                 })
             })
         });

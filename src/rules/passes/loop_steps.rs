@@ -565,7 +565,8 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     {
         return false;
     }
-    let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(for_loop).start)];
+    let scope_index = rewrite.module.scope_at(span(for_loop).start);
+    let scope = &rewrite.module.scopes[scope_index];
     let writes = |call: &ast::ExprCall| {
         super::shared_writes::writes_shared_files(rewrite, scope, call)
             || super::shared_writes::writes_own_path(rewrite, scope, call)
@@ -592,7 +593,13 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
             return;
         }
         walk_statement_expressions(stmt, &mut |expr| {
-            draws |= draws_data(expr, &counters);
+            draws |= draws_data(expr, &counters)
+                || matches!(expr, Expr::Call(call) if crate::analysis::effects::package_function_draws(
+                    rewrite.analysis,
+                    rewrite.module,
+                    scope_index,
+                    call,
+                ));
         });
     });
     !draws

@@ -155,6 +155,11 @@ fn is_initializer(
             )
         }),
         Expr::Name(name) => initializer_names.contains(name.id.as_str()),
+        // `model.init_op`, where a class of the module sets `self.init_op`.
+        Expr::Attribute(attribute) => {
+            dotted_name(expr).is_some_and(|name| initializer_names.contains(&name))
+                || initializer_names.contains(&format!(".{}", attribute.attr))
+        }
         Expr::List(list) => list
             .elts
             .iter()
@@ -313,17 +318,66 @@ fn run_calls<'a>(scope: &Scope<'a>) -> Vec<(&'a Stmt, &'a ast::ExprCall, String)
         .collect()
 }
 
-/// Names assigned an initializer in the scope (`init = tf.global_variables_initializer()`).
+/// Names assigned an initializer that a scope can run: its own
+/// (`init = tf.global_variables_initializer()`), the module's globals it
+/// does not rebind, and, as `.name`, the attributes a class of the module
+/// sets to one (`self.init_op = ...`, run as `sess.run(model.init_op)`).
 fn initializer_names(rewrite: &ModuleRewrite, scope: &Scope) -> HashSet<String> {
-    let mut names = HashSet::new();
-    for stmt in scope.facts.statements.iter().copied() {
-        if let Stmt::Assign(assign) = stmt
-            && is_initializer(rewrite, scope, &assign.value, &HashSet::new())
-        {
-            names.extend(assign.targets.iter().filter_map(dotted_name));
+    let module = rewrite.module;
+    let assigned = |candidate: &Scope| -> Vec<String> {
+        let mut names = Vec::new();
+        for stmt in candidate.facts.statements.iter().copied() {
+            if let Stmt::Assign(assign) = stmt
+                && is_initializer(rewrite, candidate, &assign.value, &HashSet::new())
+            {
+                names.extend(assign.targets.iter().filter_map(dotted_name));
+            }
+        }
+        names
+    };
+    let mut names: HashSet<String> = assigned(scope).into_iter().collect();
+    let top_level = &module.scopes[0];
+    if !std::ptr::eq(scope, top_level) {
+        let rebound = |name: &str| {
+            scope.parameters.iter().any(|parameter| parameter == name)
+                || scope
+                    .facts
+                    .assignments
+                    .iter()
+                    .any(|assignment| assignment.name == name)
+        };
+        names.extend(
+            assigned(top_level)
+                .into_iter()
+                .filter(|name| !name.contains('.') && !rebound(name)),
+        );
+    }
+    for method in module.scopes.iter().filter(|method| method.class.is_some()) {
+        for name in assigned(method) {
+            if let Some(attribute) = name.strip_prefix("self.")
+                && !attribute.contains('.')
+                && !other_attribute_values(rewrite, attribute)
+            {
+                names.insert(format!(".{attribute}"));
+            }
         }
     }
     names
+}
+
+/// Whether the module also sets attribute `attribute` to something that is
+/// not an initializer: then `x.attribute` says nothing on its own.
+fn other_attribute_values(rewrite: &ModuleRewrite, attribute: &str) -> bool {
+    rewrite.module.scopes.iter().any(|scope| {
+        scope.facts.statements.iter().any(|stmt| {
+            let Stmt::Assign(assign) = stmt else {
+                return false;
+            };
+            assign.targets.iter().any(
+                |target| matches!(target, Expr::Attribute(set) if set.attr.as_str() == attribute),
+            ) && !is_initializer(rewrite, scope, &assign.value, &HashSet::new())
+        })
+    })
 }
 
 /// Several sessions, each initialising its own graph (a demo graph, then
