@@ -132,12 +132,34 @@ fn first_cut(statements: &[&Stmt], advanced: &[String]) -> Option<Cursor> {
     if advanced.is_empty() {
         return None;
     }
+    // A local name read from the cursor (`start = self._cursor[b]`) cuts
+    // where the cursor does.
+    let aliases: Vec<(String, String)> = statements
+        .iter()
+        .filter_map(|statement| match statement {
+            Stmt::Assign(assign) => match (assign.targets.as_slice(), position_of(&assign.value)) {
+                ([Expr::Name(alias)], Some(position)) if advanced.contains(&position) => {
+                    Some((alias.id.to_string(), position))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let cursor_at = |position: String| -> Option<String> {
+        if advanced.contains(&position) {
+            return Some(position);
+        }
+        aliases
+            .iter()
+            .find(|(alias, _)| *alias == position)
+            .map(|(_, cursor)| cursor.clone())
+    };
     statements.iter().find_map(|statement| {
         let mut found = None;
         walk_statement_expressions(statement, &mut |expr| {
             if found.is_none()
-                && let Some(position) = cut_position(expr)
-                && advanced.contains(&position)
+                && let Some(position) = cut_position(expr).and_then(cursor_at)
             {
                 found = Some(Cursor {
                     name: position,
@@ -169,9 +191,13 @@ fn advanced_position(statement: &Stmt) -> Option<String> {
     }
 }
 
-/// `name`, or `self.attr`, as written.
+/// `name`, or `self.attr`, as written; an element of positions kept on the
+/// object (`self._cursor[b]`, one per row of a batch) is `self._cursor`.
 fn position_of(expr: &Expr) -> Option<String> {
     match expr {
+        Expr::Subscript(subscript) => {
+            position_of(&subscript.value).filter(|position| position.starts_with("self."))
+        }
         Expr::Name(name) => Some(name.id.to_string()),
         Expr::Attribute(attribute) => match attribute.value.as_ref() {
             Expr::Name(base) if base.id.as_str() == "self" => {
