@@ -98,6 +98,11 @@ pub struct ModuleRewrite<'a> {
     /// cursor that starts from the rank): seeds then decide only the noise
     /// and the order within a worker's part.
     pub data_split_by_rank: bool,
+    /// Training loops whose work the rewrite tried to split, and those of
+    /// them left whole because every step trains on the same full batch: a
+    /// module with only the latter draws nothing a seed could make differ.
+    pub loops_seen: usize,
+    pub full_batch_loops: usize,
     /// Errors that refuse the module: a training loop found, while
     /// rewriting, to be impossible to make whole. The module then gets no
     /// edits at all.
@@ -179,6 +184,8 @@ impl<'a> ModuleRewrite<'a> {
             learning_rates: LearningRateState::default(),
             horovod_initialised_at: None,
             data_split_by_rank: false,
+            loops_seen: 0,
+            full_batch_loops: 0,
             refusals: Vec::new(),
             helpers: HashMap::new(),
         }

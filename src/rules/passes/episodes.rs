@@ -35,16 +35,17 @@ pub fn ends_with_an_episode(loop_statement: &Stmt) -> bool {
 /// Whether a loop steps an environment anywhere in it, nested loops
 /// included: the data it gathers differs per worker.
 pub fn steps_an_environment_within(loop_statement: &Stmt) -> bool {
+    statements_step_an_environment(std::slice::from_ref(loop_statement))
+}
+
+/// Whether statements step an environment anywhere in them.
+pub fn statements_step_an_environment(statements: &[Stmt]) -> bool {
     let mut found = false;
-    crate::analysis::walk::for_each_statement(
-        std::slice::from_ref(loop_statement),
-        false,
-        &mut |stmt| {
-            found |= crate::analysis::walk::calls_in_statement(stmt)
-                .into_iter()
-                .any(is_environment_step);
-        },
-    );
+    crate::analysis::walk::for_each_statement(statements, false, &mut |stmt| {
+        found |= crate::analysis::walk::calls_in_statement(stmt)
+            .into_iter()
+            .any(is_environment_step);
+    });
     found
 }
 

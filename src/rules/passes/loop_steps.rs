@@ -61,12 +61,24 @@ pub enum WorkSplit {
 /// every worker would compute the same gradient.
 pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
     if rewrite.had_horovod {
-        // Code that already uses Horovod split its work as it chose.
+        // Code that already uses Horovod split its work as it chose; whether
+        // its loop trains on a full batch still decides the seeds, as it did
+        // when the tool rewrote it.
+        rewrite.loops_seen += 1;
+        if let Stmt::For(for_loop) = loop_statement
+            && range_bound(unwrap_enumerate(&for_loop.iter)).is_some()
+            && is_full_batch(rewrite, for_loop)
+        {
+            rewrite.full_batch_loops += 1;
+        }
         return WorkSplit::AlreadySplit;
     }
     let split = split_loop(rewrite, loop_statement);
     if split == WorkSplit::NotSplit {
         rewrite.learning_rates.leave_rates();
+    }
+    if split != WorkSplit::AlreadySplit {
+        rewrite.loops_seen += 1;
     }
     split
 }
@@ -390,6 +402,7 @@ fn report_full_batch(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) {
     let Stmt::For(for_loop) = loop_statement else {
         return;
     };
+    rewrite.full_batch_loops += 1;
     let iterable = rewrite.expression_text(&for_loop.iter).to_string();
     rewrite.diagnose(
         Diagnostic::new(
@@ -568,7 +581,12 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     let scope_index = rewrite.module.scope_at(span(for_loop).start);
     let scope = &rewrite.module.scopes[scope_index];
     let writes = |call: &ast::ExprCall| {
-        super::shared_writes::writes_shared_files(rewrite, scope, call)
+        let logs_summary = rewrite
+            .catalogued_effects(scope, call)
+            .iter()
+            .any(|effect| matches!(effect, crate::analysis::catalogue::Effect::WritesSummary));
+        logs_summary
+            || super::shared_writes::writes_shared_files(rewrite, scope, call)
             || super::shared_writes::writes_own_path(rewrite, scope, call)
             || super::shared_writes::calls_a_writing_helper(rewrite, scope, call)
     };
@@ -584,7 +602,8 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
             }
         }
     });
-    let mut draws = false;
+    // An environment stepped in an episode gives each step new experience.
+    let mut draws = super::episodes::statements_step_an_environment(&for_loop.body);
     for_each_statement(&for_loop.body, false, &mut |stmt| {
         draws |= inner_loop_may_draw(stmt, &counters);
         // A statement that writes (its path built from the step, perhaps) reads nothing in.

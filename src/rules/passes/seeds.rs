@@ -38,6 +38,11 @@ pub fn run(rewrite: &mut ModuleRewrite) {
         // nothing here seeds the job.
         return;
     };
+    // Every loop trains on the same full batch each step: nothing is drawn
+    // that a seed per rank would make differ.
+    if rewrite.full_batch_loops > 0 && rewrite.full_batch_loops == rewrite.loops_seen {
+        return;
+    }
     let module = rewrite.module;
     for scope in &module.scopes {
         for site in &scope.facts.calls {

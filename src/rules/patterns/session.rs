@@ -147,12 +147,17 @@ fn is_initializer(
 ) -> bool {
     match expr {
         Expr::Call(call) => canonical_callee(rewrite, scope, call).is_some_and(|callee| {
-            matches!(
-                callee.as_str(),
+            match callee.as_str() {
                 "tensorflow.global_variables_initializer"
-                    | "tensorflow.initializers.global_variables"
-                    | "tensorflow.initialize_all_variables"
-            )
+                | "tensorflow.initializers.global_variables"
+                | "tensorflow.initialize_all_variables" => true,
+                // `tf.group(tf.global_variables_initializer(), ...)`
+                "tensorflow.group" => call
+                    .args
+                    .iter()
+                    .any(|member| is_initializer(rewrite, scope, member, initializer_names)),
+                _ => false,
+            }
         }),
         Expr::Name(name) => initializer_names.contains(name.id.as_str()),
         // `model.init_op`, where a class of the module sets `self.init_op`.
