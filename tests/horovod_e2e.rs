@@ -72,6 +72,8 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    tf1_models_in_a_list,
+    tf1_nested_step_function,
     tf1_full_batch_with_summaries,
     tf1_object_cursor_per_row,
     tf1_initializer_global_run_in_function,

@@ -57,7 +57,11 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 report_before_init(rewrite, site.call);
                 continue;
             }
-            if runs_at_import && let Some(split) = split_drawn_after(rewrite, scope, site.call) {
+            let split = match runs_at_import {
+                true => split_drawn_after(rewrite, scope, site.call),
+                false => split_drawn_in_preparation(rewrite, scope, site.call),
+            };
+            if let Some(split) = split {
                 if !reseeded_after(rewrite, scope, site.call, &split) {
                     reseed_after_split(rewrite, site, seed, split);
                 }
@@ -240,12 +244,50 @@ fn split_drawn_after(
         (Some(site), Some(first_loop)) => site.max(first_loop),
         (site, first_loop) => site.or(first_loop)?,
     };
+    last_draw_between(rewrite, scope, generator, seeded_at..first_training)
+}
+
+/// A function that prepares the data (no loop, no training site) and seeds
+/// the generator before drawing from it (`np.random.seed(10)`, then
+/// `np.random.permutation(...)` of the rows it splits): every draw it makes
+/// is of what the workers must share. Returns where the last one is.
+fn split_drawn_in_preparation(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    seeding: &ast::ExprCall,
+) -> Option<std::ops::Range<usize>> {
+    let seeder = rewrite.callee(scope, &seeding.func)?;
+    let generator = seeder.strip_suffix(".seed")?;
+    if !matches!(generator, "numpy.random" | "random") || scope.function.is_none() {
+        return None;
+    }
+    let index = rewrite.scope_index(scope)?;
+    let trains = rewrite.module.sites.iter().any(|site| site.scope == index);
+    let loops = scope
+        .facts
+        .calls
+        .iter()
+        .any(|site| !site.enclosing_loops.is_empty());
+    if trains || loops {
+        return None;
+    }
+    last_draw_between(rewrite, scope, generator, span(seeding).end..usize::MAX)
+}
+
+/// The last statement of the scope, outside loops and within `range`, that
+/// draws from `generator` (or splits rows with it).
+fn last_draw_between(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    generator: &str,
+    range: std::ops::Range<usize>,
+) -> Option<std::ops::Range<usize>> {
     scope
         .facts
         .calls
         .iter()
         .filter(|site| site.enclosing_loops.is_empty())
-        .filter(|site| (seeded_at..first_training).contains(&span(site.statement).start))
+        .filter(|site| range.contains(&span(site.statement).start))
         .filter(|site| {
             let callee = rewrite.callee(scope, &site.call.func).unwrap_or_default();
             let draws = callee

@@ -10,6 +10,7 @@ pub mod gradient_tape;
 pub mod keras;
 pub mod monitored_session;
 pub mod session;
+mod session_broadcast;
 pub mod tf1;
 
 use rustpython_parser::ast::{self, Expr};
