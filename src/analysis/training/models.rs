@@ -116,7 +116,99 @@ pub(super) fn models_per_scope(
     for (names, attributes) in models.iter_mut().zip(instance_attributes) {
         names.extend(attributes);
     }
+    for (index, parameter) in model_parameters(package, module, scopes, &models) {
+        models[index].insert(parameter);
+    }
     models
+}
+
+/// Parameters of the module's functions that step or fit a model
+/// (`def update_network(network, ...)`: `network.train_on_batch(...)`)
+/// and that every call of the function in the module binds to a model of
+/// the caller (`update_network(network, rewards, states)`), as (scope
+/// index, parameter).
+fn model_parameters(
+    package: &Package,
+    module: &Module,
+    scopes: &[Scope],
+    models: &[HashSet<String>],
+) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (index, scope) in scopes.iter().enumerate() {
+        if scope.function.is_none() {
+            continue;
+        }
+        let stepped: HashSet<&str> = scope
+            .facts
+            .calls
+            .iter()
+            .filter_map(|site| match site.call.func.as_ref() {
+                Expr::Attribute(attribute)
+                    if attribute.attr.as_str() == library::KERAS_BATCH_STEP
+                        || library::is_keras_fit_method(attribute.attr.as_str()) =>
+                {
+                    match attribute.value.as_ref() {
+                        Expr::Name(receiver) => Some(receiver.id.as_str()),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            })
+            .filter(|receiver| !models[index].contains(*receiver))
+            .collect();
+        for (position, parameter) in scope.parameters.iter().enumerate() {
+            if !stepped.contains(parameter.as_str()) {
+                continue;
+            }
+            let bound = arguments_bound_to(package, module, scopes, scope, position, parameter);
+            if !bound.is_empty()
+                && bound.iter().all(|(caller, argument)| {
+                    argument
+                        .as_ref()
+                        .is_some_and(|name| models[*caller].contains(name))
+                })
+            {
+                found.push((index, parameter.clone()));
+            }
+        }
+    }
+    found
+}
+
+/// At each call of `function` by its name in the module: the caller's scope
+/// index and the name passed for the parameter at `position` (or by
+/// keyword), when it is a name.
+fn arguments_bound_to(
+    package: &Package,
+    module: &Module,
+    scopes: &[Scope],
+    function: &Scope,
+    position: usize,
+    parameter: &str,
+) -> Vec<(usize, Option<String>)> {
+    let mut bound = Vec::new();
+    for (caller_index, caller) in scopes.iter().enumerate() {
+        for site in &caller.facts.calls {
+            let Expr::Name(called) = site.call.func.as_ref() else {
+                continue;
+            };
+            if called.id.as_str() != function.name()
+                || callee_name(package, module, caller, &site.call.func).as_deref()
+                    != Some(function.qualified_name.as_str())
+            {
+                continue;
+            }
+            let argument = site
+                .call
+                .keywords
+                .iter()
+                .find(|keyword| keyword.arg.as_deref() == Some(parameter))
+                .map(|keyword| &keyword.value)
+                .or(site.call.args.get(position));
+            bound.push((caller_index, argument.and_then(dotted_name)));
+        }
+    }
+    bound
 }
 
 /// Per scope, `agent.model` for `agent = Agent(...)` when a method of this
