@@ -93,6 +93,13 @@ pub const KERAS_2: Code = Code::new(
     "Standalone `keras` is Keras 2 here (pinned, or only Keras 2 has the APIs used): Horovod's `horovod.keras` is used.",
 );
 
+pub const KERAS_1_API: Code = Code::new(
+    "DST141",
+    "keras-1-api",
+    Severity::Error,
+    "The module calls Keras 1 API that only Keras 2.1 or earlier keeps (`merge(..., mode=...)`, `Merge`, `nb_epoch=`): the rewrite's optimizer and broadcast need a later Keras 2, so it is left as written.",
+);
+
 pub const MODEL_ASSUMED: Code = Code::new(
     "DST110",
     "model-assumed",
@@ -112,6 +119,7 @@ pub const CODES: &[Code] = &[
     TRAINING_LOOP_DEFINED_CONDITIONALLY,
     KERAS_3,
     KERAS_2,
+    KERAS_1_API,
     MODEL_ASSUMED,
 ];
 

@@ -29,6 +29,9 @@ pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
     if let Some(keras_3) = keras_3(rewrite) {
         return vec![keras_3];
     }
+    if let Some(keras_1) = keras_1_api(rewrite) {
+        return vec![keras_1];
+    }
     let module = rewrite.module;
     let mut refusals = Vec::new();
     for site in module
@@ -208,5 +211,45 @@ fn keras_3(rewrite: &ModuleRewrite) -> Option<Diagnostic> {
             format!("standalone `keras` is taken for Keras 3 ({reason}); Horovod's Keras integration (`horovod.tensorflow.keras`) drives Keras 2 only, so the module was left as written and stays single-GPU"),
         )
         .with_suggestion("run it on Keras 2: pin `keras<3` (or a TensorFlow before 2.16) if the code runs there, or install `tf_keras`, import it instead of `keras` and set TF_USE_LEGACY_KERAS=1; then run the tool again"),
+    )
+}
+
+/// A call of Keras 1 API that Keras 2.2 removed: the `merge` function with
+/// `mode=`, the `Merge` layer, `nb_epoch=`. Such a program runs on Keras 2.1
+/// or earlier (over TensorFlow 1), where optimizers take `lr=` and
+/// variables live in Keras's own session: the rewrite's optimizer keyword
+/// and its broadcast would fail there.
+fn keras_1_api(rewrite: &ModuleRewrite) -> Option<Diagnostic> {
+    if !super::uses_keras_2_standalone(rewrite.analysis, rewrite.module) {
+        return None;
+    }
+    let module = rewrite.module;
+    let (site, what) = module.scopes.iter().find_map(|scope| {
+        scope.facts.calls.iter().find_map(|site| {
+            let callee = rewrite.callee(scope, &site.call.func).unwrap_or_default();
+            let has = |name: &str| crate::analysis::walk::keyword(site.call, name).is_some();
+            let keras = callee.contains("keras.layers");
+            let what = match callee.rsplit('.').next() {
+                Some("merge") if keras && has("mode") => "`merge(..., mode=...)`",
+                Some("Merge") if keras => "the `Merge` layer",
+                _ if has("nb_epoch") => "`nb_epoch=`",
+                _ => return None,
+            };
+            Some((site, what))
+        })
+    })?;
+    let line = module
+        .module
+        .source
+        .line_index
+        .line_of(span(site.call).start)
+        + 1;
+    Some(
+        Diagnostic::new(
+            crate::rules::assumptions::KERAS_1_API,
+            span(site.call),
+            format!("{what} (line {line}) is Keras 1 API that only Keras 2.1 or earlier keeps: there optimizers take `lr=` and the variables live in Keras's own TensorFlow 1 session, so the rewrite's optimizer and broadcast would fail; the module was left as written and stays single-GPU"),
+        )
+        .with_suggestion("port the model to Keras 2.2 or later (`Dot`, `Concatenate` layers, `epochs=`), then run the tool again"),
     )
 }
