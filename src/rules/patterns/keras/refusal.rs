@@ -250,6 +250,6 @@ fn keras_1_api(rewrite: &ModuleRewrite) -> Option<Diagnostic> {
             span(site.call),
             format!("{what} (line {line}) is Keras 1 API that only Keras 2.1 or earlier keeps: there optimizers take `lr=` and the variables live in Keras's own TensorFlow 1 session, so the rewrite's optimizer and broadcast would fail; the module was left as written and stays single-GPU"),
         )
-        .with_suggestion("port the model to Keras 2.2 or later (`Dot`, `Concatenate` layers, `epochs=`), then run the tool again"),
+        .with_suggestion("port the model to Keras 2.3 or later on TensorFlow 2 (`Dot`, `Concatenate` layers, `epochs=`) and run the tool again, or apply Horovod's Keras recipe by hand: `hvd.DistributedOptimizer(RMSprop(lr=0.001 * hvd.size()))`, and `keras.backend.get_session().run(hvd.broadcast_global_variables(0))` before the first step"),
     )
 }
