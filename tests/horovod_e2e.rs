@@ -72,6 +72,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    keras_update_as_episode_ends,
     tf1_models_in_a_list,
     tf1_nested_step_function,
     tf1_full_batch_with_summaries,

@@ -584,3 +584,23 @@ pub fn loop_breaks(body: &[Stmt]) -> Vec<(&Stmt, Option<&Expr>)> {
     walk(body, None, &mut found);
     found
 }
+
+/// Whether `statement` sits in an `if` of the loop's own body that ends by
+/// leaving the loop (`if done: update(...); break`): it runs once per pass
+/// of the loop, as the episode ends, which every worker counts alike.
+pub fn runs_as_the_loop_ends(loop_statement: &Stmt, statement: &Stmt) -> bool {
+    let body = match loop_statement {
+        Stmt::While(node) => &node.body,
+        Stmt::For(node) => &node.body,
+        _ => return false,
+    };
+    let at = crate::python::parse::span(statement);
+    body.iter().any(|own| {
+        matches!(own, Stmt::If(choice)
+        if matches!(choice.body.last(), Some(Stmt::Break(_)))
+            && choice.body.iter().any(|inner| {
+                let range = crate::python::parse::span(inner);
+                range.start <= at.start && at.end <= range.end
+            }))
+    })
+}

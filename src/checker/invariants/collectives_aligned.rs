@@ -188,10 +188,21 @@ impl CollectivesAligned {
                 if !steps {
                     continue;
                 }
-                decisions.extend(super::conditional_steps::step_gated_on_random_gathering(
-                    program, scope, site,
-                ));
+                let as_the_loop_ends = site.enclosing_loops.last().is_some_and(|innermost| {
+                    crate::analysis::walk::runs_as_the_loop_ends(innermost, site.statement)
+                });
+                if !as_the_loop_ends {
+                    decisions.extend(super::conditional_steps::step_gated_on_random_gathering(
+                        program, scope, site,
+                    ));
+                }
                 for loop_statement in &site.enclosing_loops {
+                    // A step as the loop ends (`if done: update(...); break`)
+                    // is one per pass of it, however long the pass lasts.
+                    if crate::analysis::walk::runs_as_the_loop_ends(loop_statement, site.statement)
+                    {
+                        continue;
+                    }
                     if let Some(decision) = loop_stop(program, scope, loop_statement) {
                         decisions.push(decision);
                     }

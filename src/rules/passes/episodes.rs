@@ -108,3 +108,5 @@ fn is_environment_step(call: &ast::ExprCall) -> bool {
             && dotted_name(&attribute.value)
                 .is_some_and(|receiver| receiver.to_lowercase().contains("env")))
 }
+
+pub use crate::analysis::walk::runs_as_the_loop_ends;

@@ -210,7 +210,15 @@ fn divide_caller_loop(rewrite: &mut ModuleRewrite, scope: &Scope, step: &BatchSt
                 return None;
             }
             let path = path_to(caller.body, &span(site.statement))?;
-            path.iter().rev().find(|stmt| is_loop(stmt)).copied()
+            // A call as an episode ends (`if done: update(...); break`) is
+            // one step per episode: the loop over episodes takes the steps.
+            path.iter()
+                .rev()
+                .filter(|stmt| is_loop(stmt))
+                .find(|stmt| {
+                    !crate::rules::passes::episodes::runs_as_the_loop_ends(stmt, site.statement)
+                })
+                .copied()
         })
     });
     match caller_loop {

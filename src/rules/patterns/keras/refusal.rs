@@ -18,7 +18,7 @@ use crate::python::parse::span;
 use crate::rules::OPTIMIZER_NOT_WRAPPABLE;
 use crate::rules::assumptions::KERAS_3;
 use crate::rules::passes::episodes::{
-    ends_with_an_episode, steps_an_environment, steps_an_environment_within,
+    ends_with_an_episode, runs_as_the_loop_ends, steps_an_environment, steps_an_environment_within,
     steps_differ_per_worker,
 };
 use crate::rules::passes::loop_steps::STEPS_DIFFER_PER_WORKER;
@@ -61,7 +61,12 @@ pub(super) fn refusals(rewrite: &ModuleRewrite) -> Vec<Diagnostic> {
             .calls
             .iter()
             .filter(|call_site| span(call_site.call) == site.range)
-            .flat_map(|call_site| call_site.enclosing_loops.iter())
+            .flat_map(|call_site| {
+                call_site
+                    .enclosing_loops
+                    .iter()
+                    .filter(|stmt| !runs_as_the_loop_ends(stmt, call_site.statement))
+            })
             .find(
                 |stmt| matches!(stmt, Stmt::While(while_loop) if steps_an_environment(while_loop)),
             );
@@ -110,7 +115,8 @@ fn called_per_episode_step(rewrite: &ModuleRewrite, fitting: &Scope) -> Option<D
         let Some(innermost) = call_site.enclosing_loops.last() else {
             continue;
         };
-        if ends_with_an_episode(innermost) {
+        if ends_with_an_episode(innermost) && !runs_as_the_loop_ends(innermost, call_site.statement)
+        {
             return Some(steps_differ_per_worker(rewrite, innermost));
         }
         let in_environment_loop = call_site
@@ -119,6 +125,7 @@ fn called_per_episode_step(rewrite: &ModuleRewrite, fitting: &Scope) -> Option<D
             .any(|loop_statement| steps_an_environment_within(loop_statement));
         if let Some(condition) = call_site.conditions.last()
             && in_environment_loop
+            && !runs_as_the_loop_ends(innermost, call_site.statement)
         {
             let condition = rewrite.expression_text(condition);
             return Some(Diagnostic::new(
