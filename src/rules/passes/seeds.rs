@@ -189,6 +189,18 @@ fn shuffle_order_cut_later(
         })
 }
 
+/// The generator a seeding call seeds, when it is NumPy's or Python's
+/// global one (`numpy.random`, `random`).
+fn python_generator_seeded(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    seeding: &ast::ExprCall,
+) -> Option<String> {
+    let seeder = rewrite.callee(scope, &seeding.func)?;
+    let generator = seeder.strip_suffix(".seed")?;
+    matches!(generator, "numpy.random" | "random").then(|| generator.to_string())
+}
+
 /// The last top-level statement, after the seeding call and before the
 /// first training, that draws from the generator it seeds outside any loop
 /// (`np.random.choice` of training rows, `train_test_split` with no
@@ -198,11 +210,8 @@ fn split_drawn_after(
     scope: &crate::analysis::training::Scope,
     seeding: &ast::ExprCall,
 ) -> Option<std::ops::Range<usize>> {
-    let seeder = rewrite.callee(scope, &seeding.func)?;
-    let generator = seeder.strip_suffix(".seed")?;
-    if !matches!(generator, "numpy.random" | "random") {
-        return None;
-    }
+    let generator = python_generator_seeded(rewrite, scope, seeding)?;
+    let generator = generator.as_str();
     // Training starts at the first top-level loop after the seed (draws
     // after it are the training's own, or an evaluation's), and not before
     // the first top-level training site: a loop that reads a file before a
@@ -256,11 +265,9 @@ fn split_drawn_in_preparation(
     scope: &crate::analysis::training::Scope,
     seeding: &ast::ExprCall,
 ) -> Option<std::ops::Range<usize>> {
-    let seeder = rewrite.callee(scope, &seeding.func)?;
-    let generator = seeder.strip_suffix(".seed")?;
-    if !matches!(generator, "numpy.random" | "random") || scope.function.is_none() {
-        return None;
-    }
+    let generator = python_generator_seeded(rewrite, scope, seeding)?;
+    let generator = generator.as_str();
+    scope.function?;
     let index = rewrite.scope_index(scope)?;
     let trains = rewrite.module.sites.iter().any(|site| site.scope == index);
     let loops = scope
