@@ -72,6 +72,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    tf1_sessions_initialised_by_run,
     keras_update_as_episode_ends,
     tf1_models_in_a_list,
     tf1_nested_step_function,

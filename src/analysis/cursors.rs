@@ -33,6 +33,58 @@ pub struct Cursor {
 /// `global` name or an attribute of `self`, advanced and read at in a
 /// function of the module.
 pub fn state_cursor(module: &ModuleAnalysis) -> Option<Cursor> {
+    state_cursor_in(module, &|_| true)
+}
+
+/// The state cursor (as `state_cursor`) of the functions a loop calls,
+/// directly or through functions of the module, by name: a cursor in a
+/// function the loop never reaches cuts none of its batches.
+pub fn state_cursor_of_loop(module: &ModuleAnalysis, loop_statement: &Stmt) -> Option<Cursor> {
+    let mut reached = called_names(std::slice::from_ref(loop_statement));
+    let mut frontier: Vec<String> = reached.iter().cloned().collect();
+    // A few calls deep: a step helper calling the batch helper.
+    for _ in 0..4 {
+        let mut next = Vec::new();
+        for scope in module
+            .scopes
+            .iter()
+            .filter(|scope| scope.function.is_some())
+        {
+            if frontier.iter().any(|name| name == scope.name()) {
+                for name in called_names(scope.body) {
+                    if reached.insert(name.clone()) {
+                        next.push(name);
+                    }
+                }
+            }
+        }
+        frontier = next;
+    }
+    state_cursor_in(module, &|scope| reached.contains(scope.name()))
+}
+
+/// The names the statements call (a function's name, a method's attribute).
+fn called_names(statements: &[Stmt]) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    for_each_statement(statements, true, &mut |statement| {
+        walk_statement_expressions(statement, &mut |expr| {
+            if let Expr::Call(call) = expr {
+                match call.func.as_ref() {
+                    Expr::Name(name) => {
+                        names.insert(name.id.to_string());
+                    }
+                    Expr::Attribute(attribute) => {
+                        names.insert(attribute.attr.to_string());
+                    }
+                    _ => {}
+                }
+            }
+        });
+    });
+    names
+}
+
+fn state_cursor_in(module: &ModuleAnalysis, holds: &dyn Fn(&Scope) -> bool) -> Option<Cursor> {
     let seeded = module.scopes.iter().any(|scope| {
         scope
             .facts
@@ -43,7 +95,7 @@ pub fn state_cursor(module: &ModuleAnalysis) -> Option<Cursor> {
     module
         .scopes
         .iter()
-        .filter(|scope| scope.function.is_some())
+        .filter(|scope| scope.function.is_some() && holds(scope))
         .filter_map(cursor_of_scope)
         // An object whose data its class draws at random, unseeded, holds
         // other data in every process: its cursor walks each one's own.

@@ -366,10 +366,15 @@ fn single_gpu_training(
     plugin: &dyn patterns::Pattern,
     rewrite: &ModuleRewrite,
 ) -> Diagnostic {
-    let site = module
-        .sites
-        .iter()
-        .find(|site| !site.is_model_function)
+    // The session opened last before the first initialiser that trains.
+    let training_session = rewrite.first_training_session.and_then(|initialised| {
+        module
+            .sites
+            .iter()
+            .rfind(|site| site.range.start < initialised)
+    });
+    let site = training_session
+        .or_else(|| module.sites.iter().find(|site| !site.is_model_function))
         .or(module.sites.first());
     let range = site.map_or(0..0, |site| site.range.clone());
     let line = module.module.source.line_label(range.start);

@@ -103,6 +103,10 @@ pub struct ModuleRewrite<'a> {
     /// module with only the latter draws nothing a seed could make differ.
     pub loops_seen: usize,
     pub full_batch_loops: usize,
+    /// Where the first session that runs a train op initialises its
+    /// variables, when the module opens several (a demo session first):
+    /// DST200 points at that session, not at the first one.
+    pub first_training_session: Option<usize>,
     /// Errors that refuse the module: a training loop found, while
     /// rewriting, to be impossible to make whole. The module then gets no
     /// edits at all.
@@ -186,6 +190,7 @@ impl<'a> ModuleRewrite<'a> {
             data_split_by_rank: false,
             loops_seen: 0,
             full_batch_loops: 0,
+            first_training_session: None,
             refusals: Vec::new(),
             helpers: HashMap::new(),
         }

@@ -72,7 +72,8 @@ impl Invariant for DataDiffers {
                 callee: Some(drawer),
             })
         });
-        let split = seeded_split(calls).or(helper_split.as_ref());
+        // Indices drawn only to show a sample hold nothing out.
+        let split = sliced_split(calls).or(helper_split.as_ref());
         let per_rank_before_split = split.and_then(|split| {
             calls
                 .iter()
@@ -211,6 +212,15 @@ impl Invariant for DataDiffers {
     }
 }
 
+/// The iterable of a `for`, the test of a `while`.
+fn loop_header(statement: &Stmt) -> Option<std::ops::Range<usize>> {
+    match statement {
+        Stmt::For(node) => Some(span(node.iter.as_ref())),
+        Stmt::While(node) => Some(span(node.test.as_ref())),
+        _ => None,
+    }
+}
+
 /// A cut of the data at a cursor the program advances itself, with no rank
 /// in it: a `global` index or an attribute of `self` a function advances
 /// (`data[data_index:...]`), a name a divided loop advances itself, or an
@@ -219,22 +229,41 @@ fn deterministic_cursor(
     program: &Program,
     divisions: &[std::ops::Range<usize>],
 ) -> Option<std::ops::Range<usize>> {
-    if let Some(cursor) = cursors::state_cursor(program.module) {
+    let in_header = |statement: &Stmt, division: &std::ops::Range<usize>| {
+        loop_header(statement)
+            .is_some_and(|header| header.start <= division.start && division.end <= header.end)
+    };
+    let divided_loops: Vec<&Stmt> = program
+        .module
+        .scopes
+        .iter()
+        .flat_map(|scope| scope.facts.statements.iter().copied())
+        .filter(|statement| {
+            divisions
+                .iter()
+                .any(|division| in_header(statement, division))
+        })
+        .collect();
+    // A cursor kept in state cuts the batches of the loops that call it;
+    // a step count divided elsewhere (`fit_generator(gen, steps // N)`)
+    // may draw from any of them.
+    let every_division_in_a_loop = divisions.iter().all(|division| {
+        divided_loops
+            .iter()
+            .any(|statement| in_header(statement, division))
+    });
+    let state_cursor = match every_division_in_a_loop {
+        true => divided_loops
+            .iter()
+            .find_map(|statement| cursors::state_cursor_of_loop(program.module, statement)),
+        false => cursors::state_cursor(program.module),
+    };
+    if let Some(cursor) = state_cursor {
         return Some(cursor.cut);
     }
-    let divided_loop_cursor = program.module.scopes.iter().find_map(|scope| {
-        scope.facts.statements.iter().find_map(|statement| {
-            let header = match statement {
-                Stmt::For(node) => span(node.iter.as_ref()),
-                Stmt::While(node) => span(node.test.as_ref()),
-                _ => return None,
-            };
-            let divided = divisions
-                .iter()
-                .any(|division| header.start <= division.start && division.end <= header.end);
-            divided.then(|| cursors::loop_cursor(statement)).flatten()
-        })
-    });
+    let divided_loop_cursor = divided_loops
+        .iter()
+        .find_map(|statement| cursors::loop_cursor(statement));
     if let Some(cursor) = divided_loop_cursor {
         return Some(cursor.cut);
     }

@@ -1063,6 +1063,26 @@ fn real_code_shapes() {
         ),
         (
             DATA_DIFFERS,
+            "a global cursor no divided loop calls, batches drawn at random",
+            Verdict::Proven,
+            with(
+                HEADER,
+                &format!(
+                    "import numpy as np\ndata = list(range(1000))\ndata_index = 0\ndef next_word():\n    global data_index\n    word = data[data_index]\n    data_index = (data_index + 1) % len(data)\n    return word\n{divided}    batch = np.random.randint(0, 1000, 8)\nfor _ in range(3):\n    print(next_word())\n"
+                ),
+            ),
+        ),
+        (
+            DATA_DIFFERS,
+            "a global cursor and steps divided outside any loop",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                "import numpy as np\ndata = list(range(1000))\ndata_index = 0\ndef batches():\n    global data_index\n    while True:\n        yield data[data_index:data_index + 8], np.random.rand()\n        data_index = (data_index + 8) % 992\nmodel.fit(batches(), steps_per_epoch=100 // hvd.size())\n",
+            ),
+        ),
+        (
+            DATA_DIFFERS,
             "a global counter only written at, batches drawn at random",
             Verdict::Proven,
             with(
@@ -1119,7 +1139,16 @@ fn real_code_shapes() {
             Verdict::Unknown,
             with(
                 HEADER,
-                &format!("import numpy as np\nnp.random.seed(7 + hvd.rank())\nindices = np.random.permutation(100)\n{divided}    batch = np.random.randint(0, 80, 8)\n"),
+                &format!("import numpy as np\nnp.random.seed(7 + hvd.rank())\nindices = np.random.permutation(100)\nheld_out = indices[80:]\n{divided}    batch = np.random.randint(0, 80, 8)\n"),
+            ),
+        ),
+        (
+            DATA_DIFFERS,
+            "a per-rank seed before words drawn only to show their neighbours",
+            Verdict::Proven,
+            with(
+                HEADER,
+                &format!("import numpy as np\nnp.random.seed(7 + hvd.rank())\nvalid_examples = np.random.choice(100, 16, replace=False)\n{divided}    batch = np.random.randint(0, 80, 8)\n"),
             ),
         ),
         (

@@ -13,6 +13,8 @@ use rustpython_parser::ast::{self, CmpOp, Constant, Expr, Stmt};
 
 use super::episodes::{steps_an_environment, steps_differ_per_worker};
 use super::sharding::{is_shardable, shard_dataset};
+use crate::analysis::index::CallSite;
+use crate::analysis::training::Scope;
 use crate::analysis::walk::{
     dotted_name, for_each_statement, target_names, walk_expression, walk_statement_expressions,
 };
@@ -150,7 +152,7 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         scope,
         loop_statement,
         iterable,
-        unshardable.is_some(),
+        unshardable.is_some() || drawn_per_process(rewrite, scope_index, iterable),
     ) {
         return WorkSplit::Divided;
     }
@@ -191,9 +193,11 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
     if take_count(iterable).is_some() || rewrite.calls_method("shard") {
         return false;
     }
-    let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
-    let ordered_per_process =
-        super::sharding::why_not_shardable(rewrite, scope, iterable).is_some();
+    let scope_index = rewrite.module.scope_at(span(loop_statement).start);
+    let scope = &rewrite.module.scopes[scope_index];
+    let ordered_per_process = super::sharding::why_not_shardable(rewrite, scope, iterable)
+        .is_some()
+        || drawn_per_process(rewrite, scope_index, iterable);
     !(rewrite.options.shard_datasets && is_shardable(rewrite, scope, iterable))
         && super::epochs::epoch_loop_around(scope, loop_statement, iterable, ordered_per_process)
             .is_none()
@@ -565,17 +569,19 @@ const GRAPH_SIDE_INPUT: &[&str] = &[
 /// (`save_image(f"{step}.png", image)`) draws nothing.
 fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
     let reached = rewrite.analysis.functions_reached_from(rewrite.module);
-    let helper_calls = |method: &str| {
-        reached.iter().any(|scope| {
-            scope.facts.calls.iter().any(|site| {
-                matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == method)
-            })
-        })
-    };
-    if GRAPH_SIDE_INPUT
+    let graph_side_input = rewrite
+        .module
+        .scopes
         .iter()
-        .any(|method| rewrite.calls_method(method) || helper_calls(method))
-    {
+        .chain(reached.iter().copied())
+        .any(|scope| {
+            scope.facts.calls.iter().any(|site| {
+                matches!(site.call.func.as_ref(), Expr::Attribute(attribute)
+                    if GRAPH_SIDE_INPUT.contains(&attribute.attr.as_str()))
+                    && !fed_from_python(scope, site)
+            })
+        });
+    if graph_side_input {
         return false;
     }
     let scope_index = rewrite.module.scope_at(span(for_loop).start);
@@ -622,6 +628,37 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
         });
     });
     !draws
+}
+
+/// Whether the loop walks what a package function returns drawing from the
+/// process's random state (`for xb, yb in shuffle_batch(x, y, size)`, a
+/// generator over a permutation): each process walks its own order.
+fn drawn_per_process(rewrite: &ModuleRewrite, scope_index: usize, iterable: &Expr) -> bool {
+    matches!(iterable, Expr::Call(call) if crate::analysis::effects::package_function_draws(
+        rewrite.analysis,
+        rewrite.module,
+        scope_index,
+        call,
+    ))
+}
+
+/// Whether the batch a call draws is fed to the graph from Python
+/// (`x_batch, y_batch = mnist.train.next_batch(n)`, then `{X: x_batch}` in
+/// a feed): it is no input the graph reads by itself.
+fn fed_from_python(scope: &Scope, site: &CallSite) -> bool {
+    let Stmt::Assign(assign) = site.statement else {
+        return false;
+    };
+    let names: HashSet<&str> = assign.targets.iter().flat_map(target_names).collect();
+    let mut fed = false;
+    for statement in scope.facts.statements.iter().copied() {
+        walk_statement_expressions(statement, &mut |expr| {
+            if let Expr::Dict(dict) = expr {
+                fed |= dict.values.iter().any(|value| mentions_any(value, &names));
+            }
+        });
+    }
+    fed
 }
 
 /// Whether an inner loop may draw the data a step trains on: a `while`, or

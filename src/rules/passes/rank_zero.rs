@@ -149,11 +149,13 @@ fn guard_block(
 /// used after the run: other ranks would not have them.
 fn guard_group(rewrite: &mut ModuleRewrite, scope: &Scope, group: &[&Stmt]) {
     let group_end = group.last().map_or(0, |last| span(*last).end);
-    // Names the scope reads after the run (code, not comments or strings).
+    // Names the scope reads after the run (code, not comments or strings;
+    // a later assignment of the same name reads nothing).
     let mut read_later = HashSet::new();
     for stmt in &scope.facts.statements {
         walk_statement_expressions(stmt, &mut |expr| {
             if let Expr::Name(name) = expr
+                && name.ctx == ast::ExprContext::Load
                 && span(expr).start >= group_end
             {
                 read_later.insert(name.id.to_string());

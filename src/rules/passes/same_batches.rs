@@ -35,9 +35,10 @@ pub fn draws_same_batches(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> boo
 }
 
 /// The cursor the loop's batches are cut at: kept in module or object
-/// state, or advanced by the loop itself.
+/// state by a function the loop calls, or advanced by the loop itself.
 fn cursor_of(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> Option<cursors::Cursor> {
-    cursors::state_cursor(rewrite.module).or_else(|| cursors::loop_cursor(loop_statement))
+    cursors::state_cursor_of_loop(rewrite.module, loop_statement)
+        .or_else(|| cursors::loop_cursor(loop_statement))
 }
 
 /// A TF1 input queue the catalogue says yields one order in every process

@@ -191,8 +191,11 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
                 .cloned(),
         );
         for (stmt, call, receiver) in run_calls(scope) {
-            let trains = train_ops.is_empty() || runs_a_train_op(call, &train_ops);
-            if !sessions.contains(receiver.as_str()) {
+            // A train op run by itself in the default session
+            // (`training_op.run(feed_dict=...)` in a `with tf.Session():`).
+            let runs_itself = train_ops.contains(&receiver);
+            let trains = runs_itself || train_ops.is_empty() || runs_a_train_op(call, &train_ops);
+            if !sessions.contains(receiver.as_str()) && !runs_itself {
                 // A model class's method running its train op on the session
                 // the instance holds (`self.sess.run([self.cost, self.optimizer])`):
                 // each call is one step, so the loop calling it is divided.
@@ -432,6 +435,20 @@ pub(super) fn train_op_names(rewrite: &ModuleRewrite) -> HashSet<String> {
                 if let Some((_, attribute)) = assignment.name.rsplit_once('.') {
                     names.insert(format!(".{attribute}"));
                 }
+            }
+        }
+    }
+    // A list of train ops run one at a time (`training_ops[phase]`).
+    for scope in &rewrite.module.scopes {
+        for assignment in &scope.facts.assignments {
+            if let Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) =
+                assignment.value
+                && !elts.is_empty()
+                && elts
+                    .iter()
+                    .all(|element| dotted_name(element).is_some_and(|name| names.contains(&name)))
+            {
+                names.insert(assignment.name.clone());
             }
         }
     }

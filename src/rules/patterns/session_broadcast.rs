@@ -91,30 +91,54 @@ fn insert_broadcast(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt, ses
     rewrite.insert_after_statement(&span(stmt), &[line]);
 }
 
-/// A statement that runs an initializer op by itself
+/// The statements that run an initializer op by itself
 /// (`tf.global_variables_initializer().run()`, `init.run()`), with the call.
-fn initializer_run_by_itself<'a>(
+fn initializer_runs_by_themselves<'a>(
     rewrite: &ModuleRewrite,
     scope: &Scope<'a>,
     initializer_names: &HashSet<String>,
-) -> Option<(&'a Stmt, &'a ast::ExprCall)> {
-    scope.facts.statements.iter().copied().find_map(|stmt| {
-        let Stmt::Expr(expression) = stmt else {
-            return None;
-        };
-        let Expr::Call(run) = expression.value.as_ref() else {
-            return None;
-        };
-        match run.func.as_ref() {
-            Expr::Attribute(attribute)
-                if attribute.attr.as_str() == "run"
-                    && is_initializer(rewrite, scope, &attribute.value, initializer_names) =>
-            {
-                Some((stmt, run))
+) -> Vec<(&'a Stmt, &'a ast::ExprCall)> {
+    scope
+        .facts
+        .statements
+        .iter()
+        .copied()
+        .filter_map(|stmt| {
+            let Stmt::Expr(expression) = stmt else {
+                return None;
+            };
+            let Expr::Call(run) = expression.value.as_ref() else {
+                return None;
+            };
+            match run.func.as_ref() {
+                Expr::Attribute(attribute)
+                    if attribute.attr.as_str() == "run"
+                        && is_initializer(rewrite, scope, &attribute.value, initializer_names) =>
+                {
+                    Some((stmt, run))
+                }
+                _ => None,
             }
-            _ => None,
-        }
-    })
+        })
+        .collect()
+}
+
+/// `hvd.broadcast_global_variables(0).run()` after an initializer run by
+/// itself: both run in the default session, with the same arguments.
+fn insert_broadcast_run_by_itself(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    stmt: &Stmt,
+    run: &ast::ExprCall,
+) {
+    let arguments = rewrite.source(span(run).start..span(run).end);
+    let arguments = &arguments[arguments.rfind(".run(").map_or(0, |at| at + 4)..];
+    let line = format!(
+        "{}.broadcast_global_variables(0).run{arguments}",
+        rewrite.hvd
+    );
+    let after = after_restores(rewrite, scope, stmt);
+    rewrite.insert_after_statement(&span(after), &[line]);
 }
 
 /// The initializer's statement, or the last statement after it in the same
@@ -250,10 +274,48 @@ fn other_attribute_values(rewrite: &ModuleRewrite, attribute: &str) -> bool {
     })
 }
 
+/// An initializer run: by a named session (`sess.run(init)`), or by
+/// itself in the default session (`init.run()`, `session` `None`).
+struct InitializerRun<'a> {
+    stmt: &'a Stmt,
+    call: &'a ast::ExprCall,
+    session: Option<String>,
+}
+
+/// The initializer runs of a scope, of both forms.
+fn initializer_runs<'a>(rewrite: &ModuleRewrite, scope: &Scope<'a>) -> Vec<InitializerRun<'a>> {
+    let initializer_names = initializer_names(rewrite, scope);
+    let mut runs: Vec<InitializerRun> = run_calls(scope)
+        .into_iter()
+        .filter(|(stmt, call, _)| {
+            call.args.first().is_some_and(|argument| {
+                is_initializer(rewrite, scope, argument, &initializer_names)
+            }) && matches!(stmt, Stmt::Expr(_) | Stmt::Assign(_))
+        })
+        .map(|(stmt, call, receiver)| InitializerRun {
+            stmt,
+            call,
+            session: Some(receiver),
+        })
+        .collect();
+    runs.extend(
+        initializer_runs_by_themselves(rewrite, scope, &initializer_names)
+            .into_iter()
+            .map(|(stmt, call)| InitializerRun {
+                stmt,
+                call,
+                session: None,
+            }),
+    );
+    runs
+}
+
 /// Several sessions, each initialising its own graph (a demo graph, then
 /// the graphs that train): the broadcast follows the initialiser run of
-/// each session whose block runs a train op, not only the first one.
-/// Returns whether it placed any (`false` leaves the first-run rule).
+/// each session whose block runs a train op, not only the first one. A
+/// train op runs in the block when the same session fetches it, or when
+/// it runs by itself (`training_op.run(...)`) in the block's default
+/// session. Returns whether it placed any (`false` leaves the first-run rule).
 fn broadcast_in_each_training_session(rewrite: &mut ModuleRewrite) -> bool {
     let train_ops = train_op_names(rewrite);
     if train_ops.is_empty() {
@@ -261,22 +323,14 @@ fn broadcast_in_each_training_session(rewrite: &mut ModuleRewrite) -> bool {
     }
     let module = rewrite.module;
     let mut placed = Vec::new();
-    let mut initializer_runs = 0;
+    let mut initializer_count = 0;
     for scope in &module.scopes {
-        let initializer_names = initializer_names(rewrite, scope);
         let runs = run_calls(scope);
-        for (stmt, call, receiver) in &runs {
-            let Some(argument) = call.args.first() else {
-                continue;
-            };
-            if !is_initializer(rewrite, scope, argument, &initializer_names)
-                || !matches!(stmt, Stmt::Expr(_) | Stmt::Assign(_))
-            {
-                continue;
-            }
-            initializer_runs += 1;
+        for initializer in initializer_runs(rewrite, scope) {
+            initializer_count += 1;
+            let at = span(initializer.stmt).start;
             // The session's block: the `with` holding the run, else the scope.
-            let block = path_to(scope.body, &span(*stmt))
+            let block = path_to(scope.body, &span(initializer.stmt))
                 .and_then(|path| {
                     path.iter()
                         .rev()
@@ -284,22 +338,36 @@ fn broadcast_in_each_training_session(rewrite: &mut ModuleRewrite) -> bool {
                         .map(|holder| span(*holder))
                 })
                 .unwrap_or(0..usize::MAX);
-            let trains = runs.iter().any(|(other, run, other_receiver)| {
-                other_receiver == receiver
-                    && span(*other).start > span(*stmt).start
-                    && block.contains(&span(*other).start)
-                    && runs_a_train_op(run, &train_ops)
+            let trains = runs.iter().any(|(other, run, receiver)| {
+                let start = span(*other).start;
+                start > at
+                    && block.contains(&start)
+                    && (train_ops.contains(receiver)
+                        || (initializer
+                            .session
+                            .as_ref()
+                            .is_none_or(|session| session == receiver)
+                            && runs_a_train_op(run, &train_ops)))
             });
             if trains {
-                placed.push((scope, *stmt, receiver.clone()));
+                placed.push((scope, initializer));
             }
         }
     }
-    if initializer_runs < 2 || placed.is_empty() {
+    if initializer_count < 2 || placed.is_empty() {
         return false;
     }
-    for (scope, stmt, receiver) in placed {
-        insert_broadcast(rewrite, scope, stmt, &receiver);
+    rewrite.first_training_session = placed
+        .iter()
+        .map(|(_, initializer)| span(initializer.stmt).start)
+        .min();
+    for (scope, initializer) in placed {
+        match &initializer.session {
+            Some(session) => insert_broadcast(rewrite, scope, initializer.stmt, session),
+            None => {
+                insert_broadcast_run_by_itself(rewrite, scope, initializer.stmt, initializer.call)
+            }
+        }
     }
     true
 }
@@ -326,17 +394,14 @@ pub(super) fn broadcast_after_initializer(rewrite: &mut ModuleRewrite) {
             insert_broadcast(rewrite, scope, stmt, &receiver);
             return;
         }
-        if let Some((stmt, run)) = initializer_run_by_itself(rewrite, scope, &initializer_names) {
+        if let Some((stmt, run)) =
+            initializer_runs_by_themselves(rewrite, scope, &initializer_names)
+                .into_iter()
+                .next()
+        {
             // `tf.global_variables_initializer().run()` runs in the default
             // session; the broadcast op runs the same way, right after it.
-            let arguments = rewrite.source(span(run).start..span(run).end);
-            let arguments = &arguments[arguments.rfind(".run(").map_or(0, |at| at + 4)..];
-            let line = format!(
-                "{}.broadcast_global_variables(0).run{arguments}",
-                rewrite.hvd
-            );
-            let after = after_restores(rewrite, scope, stmt);
-            rewrite.insert_after_statement(&span(after), &[line]);
+            insert_broadcast_run_by_itself(rewrite, scope, stmt, run);
             return;
         }
     }
