@@ -81,11 +81,13 @@ pub fn epoch_loop_around<'a>(
 /// (`random.shuffle(batches)`, `np.random.shuffle(rows)`): the seed pass
 /// gives each worker its own draw.
 fn shuffles_in(body: &[Stmt], loop_statement: &Stmt, iterable: &Expr) -> bool {
-    let Some(walked) = dotted_name(iterable) else {
-        return false;
-    };
+    dotted_name(iterable).is_some_and(|walked| shuffled_before(body, loop_statement).contains(&walked))
+}
+
+/// The lists the statements shuffle at random before `loop_statement`.
+fn shuffled_before(body: &[Stmt], loop_statement: &Stmt) -> Vec<String> {
     let before = span(loop_statement).start;
-    let mut found = false;
+    let mut shuffled = Vec::new();
     crate::analysis::walk::for_each_statement(body, false, &mut |statement| {
         if span(statement).end > before {
             return;
@@ -93,12 +95,74 @@ fn shuffles_in(body: &[Stmt], loop_statement: &Stmt, iterable: &Expr) -> bool {
         walk_statement_expressions(statement, &mut |expr| {
             if let Expr::Call(call) = expr
                 && matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "shuffle")
-                && call.args.first().and_then(dotted_name).as_deref() == Some(walked.as_str())
                 && dotted_name(&call.func).is_some_and(|name| name.contains("random"))
+                && let Some(list) = call.args.first().and_then(dotted_name)
             {
-                found = true;
+                shuffled.push(list);
             }
         });
     });
-    found
+    shuffled
+}
+
+/// A `while` that cuts its batches from a list the epoch around it
+/// shuffles first (`np.random.shuffle(rows)`, then `rows[start:end]` until
+/// the end of the rows): each process walks its own order, so the epochs
+/// are divided, with DST140. Returns whether it did.
+pub fn divide_epochs_around_walk(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    loop_statement: &Stmt,
+) -> bool {
+    let Stmt::While(walk) = loop_statement else {
+        return false;
+    };
+    let Some(path) = path_to(scope.body, &span(loop_statement)) else {
+        return false;
+    };
+    let epochs = path.iter().rev().skip(1).filter(|statement| is_loop(statement)).find_map(
+        |statement| match statement {
+            Stmt::For(node) => Some((
+                node,
+                super::loop_steps::range_bound(super::loop_steps::unwrap_enumerate(&node.iter))?,
+            )),
+            _ => None,
+        },
+    );
+    let Some((epochs, range)) = epochs else {
+        return false;
+    };
+    let shuffled = shuffled_before(&epochs.body, loop_statement);
+    let mut sliced = None;
+    crate::analysis::walk::for_each_statement(&walk.body, false, &mut |statement| {
+        walk_statement_expressions(statement, &mut |expr| {
+            if let Expr::Subscript(subscript) = expr
+                && let Some(list) = dotted_name(&subscript.value)
+                && shuffled.contains(&list)
+                && cuts_a_slice(&subscript.slice)
+            {
+                sliced.get_or_insert(list);
+            }
+        });
+    });
+    let Some(data) = sliced else {
+        return false;
+    };
+    let bound = rewrite.expression_text(&epochs.iter).to_string();
+    super::loop_steps::divide_range(rewrite, &Stmt::For(epochs.clone()), range);
+    rewrite.diagnose(Diagnostic::new(
+        EPOCHS_DIVIDED,
+        span(epochs.iter.as_ref()),
+        format!("the batches of `while ...` are cut from `{data}`, which each worker shuffles its own way every epoch: each worker now runs its share of the epochs of `for ... in {bound}` over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays"),
+    ));
+    true
+}
+
+/// `rows[a:b]`, or `rows[a:b, 0:1]` (a slice on the first axis).
+fn cuts_a_slice(slice: &Expr) -> bool {
+    match slice {
+        Expr::Slice(_) => true,
+        Expr::Tuple(axes) => axes.elts.first().is_some_and(|first| matches!(first, Expr::Slice(_))),
+        _ => false,
+    }
 }

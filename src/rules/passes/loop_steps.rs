@@ -111,6 +111,10 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
                     return WorkSplit::Sharded;
                 }
             }
+            let scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
+            if super::epochs::divide_epochs_around_walk(rewrite, scope, loop_statement) {
+                return WorkSplit::Divided;
+            }
             report_unbounded_while(rewrite, loop_statement, while_loop);
             return WorkSplit::NotSplit;
         }
