@@ -81,7 +81,8 @@ pub fn epoch_loop_around<'a>(
 /// (`random.shuffle(batches)`, `np.random.shuffle(rows)`): the seed pass
 /// gives each worker its own draw.
 fn shuffles_in(body: &[Stmt], loop_statement: &Stmt, iterable: &Expr) -> bool {
-    dotted_name(iterable).is_some_and(|walked| shuffled_before(body, loop_statement).contains(&walked))
+    dotted_name(iterable)
+        .is_some_and(|walked| shuffled_before(body, loop_statement).contains(&walked))
 }
 
 /// The lists the statements shuffle at random before `loop_statement`.
@@ -120,15 +121,18 @@ pub fn divide_epochs_around_walk(
     let Some(path) = path_to(scope.body, &span(loop_statement)) else {
         return false;
     };
-    let epochs = path.iter().rev().skip(1).filter(|statement| is_loop(statement)).find_map(
-        |statement| match statement {
+    let epochs = path
+        .iter()
+        .rev()
+        .skip(1)
+        .filter(|statement| is_loop(statement))
+        .find_map(|statement| match statement {
             Stmt::For(node) => Some((
                 node,
                 super::loop_steps::range_bound(super::loop_steps::unwrap_enumerate(&node.iter))?,
             )),
             _ => None,
-        },
-    );
+        });
     let Some((epochs, range)) = epochs else {
         return false;
     };
@@ -162,7 +166,10 @@ pub fn divide_epochs_around_walk(
 fn cuts_a_slice(slice: &Expr) -> bool {
     match slice {
         Expr::Slice(_) => true,
-        Expr::Tuple(axes) => axes.elts.first().is_some_and(|first| matches!(first, Expr::Slice(_))),
+        Expr::Tuple(axes) => axes
+            .elts
+            .first()
+            .is_some_and(|first| matches!(first, Expr::Slice(_))),
         _ => false,
     }
 }

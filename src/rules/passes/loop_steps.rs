@@ -704,10 +704,16 @@ fn draws_data(expr: &Expr, counters: &HashSet<&str>) -> bool {
         Expr::Subscript(subscript) => mentions_counter(&subscript.slice),
         Expr::Call(call) => {
             let callee = dotted_name(&call.func).unwrap_or_default().to_lowercase();
-            // Printing and formatting a message draws nothing.
+            // Printing, formatting, logging or plotting a message draws nothing.
             let formats = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "format");
-            let is_print =
-                callee == "print" || callee.ends_with(".print") || callee == "str" || formats;
+            let shows = ["plt.", "pyplot.", "logging.", "logger.", "log."]
+                .iter()
+                .any(|prefix| callee.starts_with(prefix));
+            let is_print = callee == "print"
+                || callee.ends_with(".print")
+                || callee == "str"
+                || formats
+                || shows;
             DRAWS_DATA.iter().any(|word| callee.contains(word))
                 || (!is_print && call.args.iter().any(mentions_counter))
         }

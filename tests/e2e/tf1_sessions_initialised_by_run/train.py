@@ -7,6 +7,7 @@ training session saves a checkpoint, keeping the path `save` returns under
 a name that the next one binds again. A cursor kept in a global walks the
 samples shown at the end, and no training loop calls it."""
 import json
+import logging
 import os
 
 import numpy as np
@@ -64,6 +65,7 @@ with tf.Session() as sess:
     init.run()
     for iteration in range(30):
         training_op.run(feed_dict={x1: features, y1: targets})
+        logging.info("full-batch step %d", iteration)
         full_batch += 1
     first_graph = w.eval()
     save_path = tf.train.Saver().save(sess, os.path.join(checkpoints, "first_graph.ckpt"))
