@@ -228,7 +228,7 @@ impl Types<'_, '_> {
                 if self.is_model(scope_index, &name) {
                     return Some(crate::analysis::library::KERAS_MODEL.to_string());
                 }
-                self.of_name(scope_index, &name, depth)
+                self.of_name(scope_index, &name, span(expr).start, depth)
             }
             _ => None,
         }
@@ -243,9 +243,11 @@ impl Types<'_, '_> {
         })
     }
 
-    /// The type of the last value assigned to `name` in the scope, in the
-    /// module's top level, or (for `self.x`) in any method of the class.
-    fn of_name(&self, scope_index: usize, name: &str, depth: usize) -> Option<String> {
+    /// The type of the value assigned to `name` in the scope: the last
+    /// assignment before `at` there (a notebook binds `saver` again in
+    /// later cells), else the last one in the scope, in the module's top
+    /// level, or (for `self.x`) in any method of the class.
+    fn of_name(&self, scope_index: usize, name: &str, at: usize, depth: usize) -> Option<String> {
         let scope = &self.module.scopes[scope_index];
         let assigned_here = scope
             .facts
@@ -273,14 +275,27 @@ impl Types<'_, '_> {
             );
         }
         places.dedup();
-        places.into_iter().find_map(|index| {
-            self.module.scopes[index]
-                .facts
-                .assignments
-                .iter()
-                .rev()
-                .filter(|assignment| assignment.name == name)
-                .find_map(|assignment| self.of(index, assignment.value, depth + 1))
+        let typed = |assignment: &&crate::analysis::index::Assignment| {
+            assignment.name == name && !unpacks_a_value(assignment)
+        };
+        let before = self.module.scopes[scope_index]
+            .facts
+            .assignments
+            .iter()
+            .rev()
+            .filter(|assignment| span(assignment.statement).end <= at)
+            .filter(typed)
+            .find_map(|assignment| self.of(scope_index, assignment.value, depth + 1));
+        before.or_else(|| {
+            places.into_iter().find_map(|index| {
+                self.module.scopes[index]
+                    .facts
+                    .assignments
+                    .iter()
+                    .rev()
+                    .filter(typed)
+                    .find_map(|assignment| self.of(index, assignment.value, depth + 1))
+            })
         })
     }
 }
@@ -319,6 +334,21 @@ impl Types<'_, '_> {
             found = Some(passed);
         }
         found
+    }
+}
+
+/// `a, saver = build()`: the value recorded is the whole call, whose type
+/// is not the type of any one name it is unpacked into.
+fn unpacks_a_value(assignment: &crate::analysis::index::Assignment) -> bool {
+    match assignment.statement {
+        ast::Stmt::Assign(assign) => {
+            std::ptr::eq(assign.value.as_ref(), assignment.value)
+                && assign
+                    .targets
+                    .iter()
+                    .any(|target| matches!(target, Expr::Tuple(_) | Expr::List(_)))
+        }
+        _ => false,
     }
 }
 

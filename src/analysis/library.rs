@@ -29,6 +29,11 @@ pub fn canonical_name(qualified: &str) -> String {
         _ => {}
     }
     const ALIASES: &[(&str, &str)] = &[
+        // The TF1 event writer's name before TensorFlow 1.0.
+        (
+            "tensorflow.train.SummaryWriter",
+            "tensorflow.summary.FileWriter",
+        ),
         ("tensorflow.keras.models.Model", "tensorflow.keras.Model"),
         (
             "tensorflow.keras.models.Sequential",

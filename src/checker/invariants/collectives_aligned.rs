@@ -479,6 +479,18 @@ fn loop_stop(
             format!("the training loop at line {line} can leave at line {} on a condition each rank decides for itself: if the ranks disagree, the others wait forever in the next allreduce", program.line(span(brk).start)),
         ).with_suggestion("stop on a value the ranks agree on: average the metric with `hvd.allreduce` before testing it"));
     }
+    if let Stmt::For(node) = loop_statement
+        && matches!(node.iter.as_ref(), Expr::Call(call)
+            if matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "range"))
+        && let Some(draw) = drawn_at_random(program, scope, &node.iter)
+    {
+        return Some(Decision::new(
+            COLLECTIVES_ALIGNED,
+            Verdict::Unknown,
+            span(node.iter.as_ref()),
+            format!("the training loop at line {line} takes its count from a random draw (line {}), which each rank makes for itself: ranks that draw differently take different numbers of steps, and the others wait forever in the next allreduce", program.line(draw.start)),
+        ).with_suggestion("draw the value once on rank 0 and broadcast it, or draw it from a generator seeded the same on every rank"));
+    }
     if let Stmt::While(node) = loop_statement
         && decided_locally(program, scope, loop_statement, &node.test)
     {
@@ -490,6 +502,79 @@ fn loop_stop(
         ).with_suggestion("bound the loop by a step count, or test a value averaged with `hvd.allreduce`"));
     }
     None
+}
+
+/// Where a loop's iterable gets a value drawn at random, through the last
+/// assignments before it of the names it reads (`batch_size =
+/// np.random.randint(1, 100)`, then `n_batches = m // batch_size`, then
+/// `range(n_batches)`).
+fn drawn_at_random(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    iterable: &Expr,
+) -> Option<std::ops::Range<usize>> {
+    let draws: Vec<std::ops::Range<usize>> = program
+        .calls()
+        .iter()
+        .filter(|call| std::ptr::eq(call.scope, scope))
+        .filter(|call| call.callee.as_deref().is_some_and(library::draws_at_random))
+        .map(|call| call.range())
+        .collect();
+    drawn_into(scope, &draws, iterable, span(iterable).start, 0)
+}
+
+/// A draw `expr` reads, directly or through the last assignment before `at`
+/// of a name it reads, a few assignments deep.
+fn drawn_into(
+    scope: &crate::analysis::training::Scope,
+    draws: &[std::ops::Range<usize>],
+    expr: &Expr,
+    at: usize,
+    depth: usize,
+) -> Option<std::ops::Range<usize>> {
+    let within = span(expr);
+    if let Some(draw) = draws
+        .iter()
+        .find(|draw| within.start <= draw.start && draw.end <= within.end)
+    {
+        return Some(draw.clone());
+    }
+    if depth > 6 {
+        return None;
+    }
+    // The size of drawn data is not drawn: `len(xs)`, `xs.shape` count the
+    // same on every rank.
+    let mut sized = Vec::new();
+    walk_expression(expr, &mut |inner| match inner {
+        Expr::Call(call) if matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "len") =>
+        {
+            sized.extend(call.args.iter().map(span));
+        }
+        Expr::Attribute(attribute) if matches!(attribute.attr.as_str(), "shape" | "size") => {
+            sized.push(span(attribute.value.as_ref()));
+        }
+        _ => {}
+    });
+    let mut names = Vec::new();
+    walk_expression(expr, &mut |inner| {
+        if let Expr::Name(name) = inner
+            && !sized
+                .iter()
+                .any(|outer| outer.start <= span(inner).start && span(inner).end <= outer.end)
+        {
+            names.push(name.id.to_string());
+        }
+    });
+    names.iter().find_map(|name| {
+        let assignment = scope
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| assignment.name == *name && span(assignment.statement).end <= at)
+            .max_by_key(|assignment| span(assignment.statement).start)?;
+        let assigned_at = span(assignment.statement).start;
+        drawn_into(scope, draws, assignment.value, assigned_at, depth + 1)
+    })
 }
 
 /// Whether a test reads a value each rank computes for itself in the loop:

@@ -1168,6 +1168,24 @@ fn real_code_shapes() {
         ),
         (
             COLLECTIVES_ALIGNED,
+            "a step count from a batch size drawn at random",
+            Verdict::Unknown,
+            with(
+                HEADER,
+                "import numpy as np\nx = tf.Variable(1.0)\ntrain_op = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1)).minimize(x * x)\nsess = tf.Session()\nfor trial in range(3):\n    batch_size = np.random.randint(1, 100)\n    n_batches = 1000 // batch_size\n    for step in range(n_batches):\n        sess.run(train_op)\n",
+            ),
+        ),
+        (
+            COLLECTIVES_ALIGNED,
+            "a step count drawn at random once, then set again",
+            Verdict::Proven,
+            with(
+                HEADER,
+                "import numpy as np\nx = tf.Variable(1.0)\ntrain_op = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1)).minimize(x * x)\nsess = tf.Session()\nn_batches = np.random.randint(1, 100)\nprint(n_batches)\nn_batches = 50\nfor step in range(n_batches):\n    sess.run(train_op)\n",
+            ),
+        ),
+        (
+            COLLECTIVES_ALIGNED,
             "a while on the fetched global step",
             Verdict::Proven,
             with(

@@ -319,8 +319,11 @@ fn barrier_before_reading_back(
             })
         })
     });
-    let reads_back = input_data
-        || scope.facts.calls.iter().any(|site| {
+    let first_read_back = scope
+        .facts
+        .calls
+        .iter()
+        .filter(|site| {
             span(site.statement).start >= group_end
                 && reads_without_writing(effects(site.call), site.call)
                 && effects(site.call).iter().any(|effect| {
@@ -331,12 +334,21 @@ fn barrier_before_reading_back(
                         || read.is_empty()
                         || read.iter().any(|token| written.contains(token))
                 })
-        });
-    let barrier_below = rewrite
+        })
+        .map(|site| span(site.statement).start)
+        .min();
+    let read_back_before = match (input_data, first_read_back) {
+        (_, Some(first)) => first,
+        (true, None) => usize::MAX,
+        (false, None) => return,
+    };
+    // A barrier already between the save and the read (one this pass put
+    // after another save of the same block) is enough.
+    let barrier_between = rewrite
         .named_barriers("save_barrier")
         .iter()
-        .any(|barrier| barrier.start >= group_end);
-    if !reads_back || barrier_below {
+        .any(|barrier| barrier.start >= group_end && barrier.start < read_back_before);
+    if barrier_between {
         return;
     }
     // The saving session's own barrier, else one that needs no session.

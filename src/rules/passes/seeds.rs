@@ -275,7 +275,14 @@ fn split_drawn_in_preparation(
         .calls
         .iter()
         .any(|site| !site.enclosing_loops.is_empty());
-    if trains || loops {
+    // Called in a loop (`fetch_batch(epoch, i)` per step), it draws the
+    // batches themselves, not data prepared once.
+    let called_in_a_loop = rewrite
+        .module
+        .calls_named(scope.name())
+        .into_iter()
+        .any(|(_, site)| !site.enclosing_loops.is_empty());
+    if trains || loops || called_in_a_loop {
         return None;
     }
     last_draw_between(rewrite, scope, generator, span(seeding).end..usize::MAX)
@@ -468,7 +475,13 @@ fn make_per_rank(
 ) {
     let seed_text = rewrite.expression_text(seed);
     let rank = rewrite.horovod_call("rank");
-    let replacement = format!("{seed_text} + {rank}");
+    // A seed computed anew for each batch (`epoch * n_batches + index`):
+    // `+ rank` would give rank 1 the seed rank 0 takes at the next batch,
+    // so each value is spread over the workers instead.
+    let replacement = match seed {
+        Expr::Constant(_) | Expr::Name(_) | Expr::Attribute(_) => format!("{seed_text} + {rank}"),
+        _ => format!("({seed_text}) * {} + {rank}", rewrite.horovod_call("size")),
+    };
     let draws = if rewrite.data_split_by_rank {
         "each worker now draws its own noise and order within its part of the data (which examples it reads is set by rank where the data is split)"
     } else {

@@ -186,10 +186,22 @@ fn after_restores<'a>(
         );
         found
     };
+    // A restore after the training (`if do_train == 0: saver.restore(...)`
+    // below an `if do_train == 1:` loop) comes too late for the broadcast:
+    // the search stops at the first statement that holds a loop.
+    let holds_loop = |statement: &Stmt| {
+        let mut found = false;
+        crate::analysis::walk::for_each_statement(
+            std::slice::from_ref(statement),
+            false,
+            &mut |inner| found |= crate::analysis::walk::is_loop(inner),
+        );
+        found
+    };
     block
         .iter()
         .skip_while(|statement| span(*statement) != at)
-        .take_while(|statement| !crate::analysis::walk::is_loop(statement))
+        .take_while(|statement| !holds_loop(statement))
         .filter(|statement| restores(statement))
         .last()
         .unwrap_or(initializer)
