@@ -43,6 +43,9 @@ enum Download {
     HelperBuildsGraphOps,
     /// Downloads again: rank 0 only.
     Again,
+    /// `if not os.path.exists(path):` around a download: rank 0 alone
+    /// takes the test.
+    UnderItsTest,
 }
 
 pub fn run(rewrite: &mut ModuleRewrite) {
@@ -65,8 +68,14 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             if at_import {
                 continue;
             }
-            let Some(download) = downloads(rewrite, scope, statement) else {
-                continue;
+            let download = match downloads(rewrite, scope, statement) {
+                Some(download) => download,
+                // `if not os.path.exists(path): urlretrieve(url, path)`: rank 0
+                // runs the whole test, the others wait and find the file.
+                None if downloads_under_its_test(rewrite, scope, statement) => {
+                    Download::UnderItsTest
+                }
+                None => continue,
             };
             let guarded =
                 rewrite.is_guarded(statement) || module.index.is_in_launcher(&span(statement));
@@ -106,6 +115,9 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 ),
                 Download::HelperBuildsGraphOps => download_in_turn(rewrite, statement, &barrier),
                 // Only a statement whose result nobody uses can run on rank 0 alone.
+                Download::UnderItsTest => {
+                    download_under_test_on_rank_zero(rewrite, statement, &barrier)
+                }
                 Download::Again if matches!(statement, Stmt::Expr(_)) => {
                     download_on_rank_zero_only(rewrite, statement, &barrier);
                 }
@@ -132,6 +144,71 @@ fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option
     }
     catalogued_download(rewrite, scope, statement, call)
         .or_else(|| through_package_function(rewrite, scope, call, 0))
+}
+
+/// An `if` that tests for a file and downloads it in its body (`if not
+/// os.path.exists(path): urlretrieve(url, path)`), binding nothing that is
+/// read after it: rank 0 alone can run it whole.
+fn downloads_under_its_test(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> bool {
+    let Stmt::If(node) = statement else {
+        return false;
+    };
+    if !effect_summaries::tests_for_files(&node.test) || rewrite.calls_horovod_in(&node.body) {
+        return false;
+    }
+    // The others take the `else` at once: it may only say something.
+    let only_says = node.orelse.iter().all(|inner| {
+        matches!(inner, Stmt::Expr(expression) if matches!(expression.value.as_ref(),
+            Expr::Call(call) if crate::analysis::walk::dotted_name(&call.func).as_deref() == Some("print")))
+            || matches!(inner, Stmt::Pass(_))
+    });
+    if !only_says {
+        return false;
+    }
+    let mut downloads = false;
+    let mut bound = Vec::new();
+    crate::analysis::walk::for_each_statement(
+        std::slice::from_ref(statement),
+        false,
+        &mut |inner| {
+            if let Stmt::Assign(assign) = inner {
+                for target in &assign.targets {
+                    crate::analysis::walk::walk_expression(target, &mut |name| {
+                        if let Expr::Name(name) = name {
+                            bound.push(name.id.to_string());
+                        }
+                    });
+                }
+            }
+            let value = match inner {
+                Stmt::Expr(expression) => expression.value.as_ref(),
+                Stmt::Assign(assign) => assign.value.as_ref(),
+                _ => return,
+            };
+            downloads |= called(value).is_some_and(|call| {
+                rewrite
+                    .catalogued_effects(scope, call)
+                    .iter()
+                    .any(|effect| {
+                        matches!(effect, Effect::Downloads { .. })
+                            && effect_summaries::happens_on_storage(effect, call)
+                    })
+            });
+        },
+    );
+    let end = span(statement).end;
+    let read_after = scope.facts.statements.iter().any(|later| {
+        span(*later).start >= end && {
+            let mut reads = false;
+            crate::analysis::walk::walk_statement_expressions(later, &mut |expr| {
+                reads |= matches!(expr, Expr::Name(name)
+                    if name.ctx == rustpython_parser::ast::ExprContext::Load
+                        && bound.iter().any(|known| known == name.id.as_str()));
+            });
+            reads
+        }
+    });
+    downloads && !read_after
 }
 
 /// How deep `fixed_inside` follows helpers calling helpers (and stops on
@@ -326,6 +403,32 @@ fn download_in_turn(rewrite: &mut ModuleRewrite, statement: &Stmt, barrier: &[St
         DOWNLOAD_ON_RANK_ZERO_FIRST,
         span(statement),
         format!("`{first_line}` downloads or writes files every worker shares, skipping those already there, and builds graph ops: rank 0 calls it first while the others wait, then each calls it once"),
+    ));
+}
+
+/// `if rank == 0 and not os.path.exists(path):`: rank 0 alone tests and
+/// downloads; the barrier after the `if` releases the others.
+fn download_under_test_on_rank_zero(
+    rewrite: &mut ModuleRewrite,
+    statement: &Stmt,
+    barrier: &[String],
+) {
+    let Stmt::If(node) = statement else {
+        return;
+    };
+    let test = rewrite.source(span(node.test.as_ref())).to_string();
+    let guarded = format!("{} and ({test})", rewrite.rank_zero_test());
+    rewrite.edit(crate::python::edit::Edit::replacement(
+        span(node.test.as_ref()),
+        guarded,
+    ));
+    let lines = with_comment(barrier, "rank 0 has downloaded it");
+    rewrite.insert_after_statement(&span(statement), &lines);
+    let first_line = said(rewrite.source(span(statement)));
+    rewrite.diagnose(Diagnostic::new(
+        DOWNLOAD_ON_RANK_ZERO_FIRST,
+        span(statement),
+        format!("`{first_line}` downloads what is missing: rank 0 alone now tests and downloads, and the others wait for it"),
     ));
 }
 

@@ -1,19 +1,29 @@
 """A TF1 lesson on mini-batch gradient descent: each batch is drawn by a
 helper that seeds NumPy from the epoch and the batch index, so that a run
 is repeatable; the final model is saved, then restored in a session of its
-own to check it."""
+own to check it. The true weights are downloaded first, when missing."""
 import json
 import os
+import urllib.request
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 tf.disable_eager_execution()
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+weights_path = os.path.join(HERE, "weights.txt")
+if not os.path.exists(weights_path):
+    print("No file found. Start downloading")
+    urllib.request.urlretrieve("file://" + os.path.join(HERE, "source", "weights.txt"), weights_path)
+else:
+    print("File already exists")
+
 rng = np.random.RandomState(3)
 m, n = 400, 3
 data = rng.rand(m, n).astype("float32")
-target = (data @ np.array([[1.0], [-2.0], [0.5]], dtype="float32")) + 0.3
+true_weights = np.loadtxt(weights_path, dtype="float32").reshape(n, 1)
+target = data @ true_weights + 0.3
 
 n_epochs = 3
 batch_size = 20
