@@ -102,14 +102,18 @@ fn allreduce_manual_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
     let Stmt::Assign(assign) = stmt else {
         return;
     };
-    let [Expr::Name(target)] = assign.targets.as_slice() else {
-        return;
-    };
-    let Expr::Call(call) = assign.value.as_ref() else {
+    let (Expr::Call(call), [Expr::Name(target)]) =
+        (assign.value.as_ref(), assign.targets.as_slice())
+    else {
+        allreduce_nested_gradients(rewrite, scope, stmt);
         return;
     };
     let makes_gradients = canonical_callee(rewrite, scope, call)
         .is_some_and(|callee| library::canonical_name(&callee) == "tensorflow.gradients");
+    if !makes_gradients {
+        allreduce_nested_gradients(rewrite, scope, stmt);
+        return;
+    }
     let name = target.id.as_str();
     if !makes_gradients
         || !rewrite.calls_method("apply_gradients")
@@ -123,6 +127,31 @@ fn allreduce_manual_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
         rewrite.hvd
     );
     rewrite.insert_after_statement(&span(stmt), &[line]);
+}
+
+/// `tf.clip_by_global_norm(tf.gradients(cost, tvars), clip)`: the
+/// gradients are averaged where they are made, before anything reads them.
+fn allreduce_nested_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
+    if !rewrite.calls_method("apply_gradients") || !rewrite.owns_its_lines(&span(stmt)) {
+        return;
+    }
+    let mut nested = Vec::new();
+    crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| {
+        if let Expr::Call(call) = expr
+            && canonical_callee(rewrite, scope, call)
+                .is_some_and(|callee| library::canonical_name(&callee) == "tensorflow.gradients")
+        {
+            nested.push(span(expr));
+        }
+    });
+    for range in nested {
+        let text = rewrite.source(range.clone()).to_string();
+        let averaged = format!(
+            "[{}.allreduce(gradient) if gradient is not None else None for gradient in {text}]",
+            rewrite.hvd
+        );
+        rewrite.edit(Edit::replacement(range, averaged));
+    }
 }
 
 fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
