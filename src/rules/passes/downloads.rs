@@ -153,7 +153,11 @@ fn downloads_under_its_test(rewrite: &ModuleRewrite, scope: &Scope, statement: &
     let Stmt::If(node) = statement else {
         return false;
     };
-    if !effect_summaries::tests_for_files(&node.test) || rewrite.calls_horovod_in(&node.body) {
+    // In a function, its callers wait for rank 0's call of it instead.
+    if scope.function.is_some()
+        || !effect_summaries::tests_for_files(&node.test)
+        || rewrite.calls_horovod_in(&node.body)
+    {
         return false;
     }
     // The others take the `else` at once: it may only say something.

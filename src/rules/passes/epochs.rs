@@ -173,3 +173,111 @@ fn cuts_a_slice(slice: &Expr) -> bool {
         _ => false,
     }
 }
+
+/// A `range` loop that runs once whatever the workers (`total_batch =
+/// int(ntrain / batch_size)` with `batch_size = ntrain`, each pass one
+/// random batch of every row): dividing it changes nothing, so the epoch
+/// loop around it is divided instead, with DST140. Returns whether it was.
+pub fn divide_epochs_around_single_pass(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    loop_statement: &Stmt,
+    range: &ast::ExprCall,
+) -> bool {
+    let [bound] = range.args.as_slice() else {
+        return false;
+    };
+    let at = span(loop_statement).start;
+    if !is_one(rewrite, scope, bound, at, 0) {
+        return false;
+    }
+    let Some(path) = path_to(scope.body, &span(loop_statement)) else {
+        return false;
+    };
+    let epochs = path
+        .iter()
+        .rev()
+        .skip(1)
+        .filter(|statement| is_loop(statement))
+        .find_map(|statement| match statement {
+            Stmt::For(node) => Some((
+                node,
+                super::loop_steps::range_bound(super::loop_steps::unwrap_enumerate(&node.iter))?,
+            )),
+            _ => None,
+        });
+    let Some((epochs, epochs_range)) = epochs else {
+        return false;
+    };
+    let inner = rewrite.expression_text(&range.func).to_string();
+    let bound_text = rewrite.expression_text(bound).to_string();
+    let outer = rewrite.expression_text(&epochs.iter).to_string();
+    super::loop_steps::divide_range(rewrite, &Stmt::For(epochs.clone()), epochs_range);
+    rewrite.diagnose(Diagnostic::new(
+        EPOCHS_DIVIDED,
+        span(epochs.iter.as_ref()),
+        format!("`{inner}({bound_text})` runs once (its batch is all of the data): each worker now runs its share of the epochs of `for ... in {outer}` instead"),
+    ));
+    true
+}
+
+/// Whether `expr` is 1 on every run: the literal, or a ratio of two values
+/// the same before `at` (`int(n / n)`, `n // batch` with `batch = n`),
+/// following names through their last assignment before it.
+fn is_one(rewrite: &ModuleRewrite, scope: &Scope, expr: &Expr, at: usize, depth: usize) -> bool {
+    if depth > 4 {
+        return false;
+    }
+    match expr {
+        Expr::Constant(constant) => {
+            matches!(&constant.value, ast::Constant::Int(value) if value.to_string() == "1")
+        }
+        Expr::Call(call)
+            if matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "int")
+                && call.args.len() == 1 =>
+        {
+            is_one(rewrite, scope, &call.args[0], at, depth + 1)
+        }
+        Expr::BinOp(ratio) if matches!(ratio.op, ast::Operator::Div | ast::Operator::FloorDiv) => {
+            let left = resolved(scope, &ratio.left, at, 0);
+            let right = resolved(scope, &ratio.right, at, 0);
+            rewrite.expression_text(left) == rewrite.expression_text(right)
+        }
+        Expr::Name(_) => {
+            let value = resolved(scope, expr, at, 0);
+            !std::ptr::eq(value, expr) && is_one(rewrite, scope, value, at, depth + 1)
+        }
+        _ => false,
+    }
+}
+
+/// What a name holds: the value of its last assignment in the scope before
+/// `at`, followed a few names deep; anything else is itself.
+fn resolved<'a>(scope: &Scope<'a>, expr: &'a Expr, at: usize, depth: usize) -> &'a Expr {
+    let Expr::Name(name) = expr else {
+        return expr;
+    };
+    if depth > 4 {
+        return expr;
+    }
+    scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| {
+            assignment.name == name.id.as_str() && span(assignment.statement).end <= at
+        })
+        .max_by_key(|assignment| span(assignment.statement).start)
+        // One that always runs before `at`: in no block that `at` is not in
+        // (`if batch is None: batch = n` holds only sometimes).
+        .filter(|assignment| {
+            path_to(scope.body, &span(assignment.statement)).is_some_and(|path| {
+                path.iter()
+                    .rev()
+                    .skip(1)
+                    .all(|holder| span(*holder).contains(&at))
+            })
+        })
+        .filter(|assignment| matches!(assignment.statement, Stmt::Assign(assign) if assign.targets.len() == 1 && matches!(assign.targets[0], Expr::Name(_))))
+        .map_or(expr, |assignment| resolved(scope, assignment.value, at, depth + 1))
+}

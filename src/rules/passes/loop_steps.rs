@@ -133,6 +133,14 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
             report_full_batch(rewrite, loop_statement);
             return WorkSplit::NotSplit;
         }
+        if super::epochs::divide_epochs_around_single_pass(
+            rewrite,
+            loop_scope,
+            loop_statement,
+            bound,
+        ) {
+            return WorkSplit::Divided;
+        }
         divide_range(rewrite, loop_statement, bound);
         super::cursor_share::offset_by_rank(rewrite, for_loop);
         super::graph_input::shard_graph_input(rewrite);
