@@ -72,6 +72,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    tf1_rate_per_optimizer,
     tf1_batch_of_all_rows,
     tf1_gradients_clipped_by_global_norm,
     tf1_batch_seeded_per_call,

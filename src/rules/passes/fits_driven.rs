@@ -145,7 +145,7 @@ fn optimizer_given(compile: &ast::ExprCall) -> Option<&Expr> {
 }
 
 /// `name = <call>`: the one name a statement of the scope binds the call to.
-fn assigned_name<'a>(scope: &Scope<'a>, built: &Range<usize>) -> Option<&'a str> {
+pub(super) fn assigned_name<'a>(scope: &Scope<'a>, built: &Range<usize>) -> Option<&'a str> {
     scope
         .facts
         .statements
@@ -164,7 +164,7 @@ fn assigned_name<'a>(scope: &Scope<'a>, built: &Range<usize>) -> Option<&'a str>
 /// Where `name` holds what its assignment at `assigned_at` gave it: up to
 /// its next assignment in the scope's own block (to the scope's end when an
 /// assignment in a branch or a loop leaves that open).
-fn binding_of(scope: &Scope, name: &str, assigned_at: usize) -> Range<usize> {
+pub(super) fn binding_of(scope: &Scope, name: &str, assigned_at: usize) -> Range<usize> {
     let mut next = usize::MAX;
     for assignment in scope
         .facts

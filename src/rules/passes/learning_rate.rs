@@ -83,6 +83,9 @@ pub struct LoopsLeftWhole {
     /// Keras fits (call ranges): the rates of the optimizers compiled for
     /// them stay as written, the others' follow their own fits.
     fits: Vec<Range<usize>>,
+    /// Other loops (statement ranges): the rates of the TF1 optimizers whose
+    /// train ops they run stay as written; any other optimizer's too.
+    loops: Vec<Range<usize>>,
 }
 
 impl LearningRateState {
@@ -99,9 +102,29 @@ impl LearningRateState {
         }
     }
 
+    /// A loop was left whole: the optimizers driving it keep their rates
+    /// (every optimizer but those whose loops the tool can name).
+    pub fn leave_rate_of_loop(&mut self, loop_range: Range<usize>) {
+        if !self.left_whole.loops.contains(&loop_range) {
+            self.left_whole.loops.push(loop_range);
+        }
+    }
+
     /// Whether some loop of the module was left whole.
     pub fn work_not_split(&self) -> bool {
-        self.left_whole.every_rate || !self.left_whole.fits.is_empty()
+        self.left_whole.every_rate
+            || !self.left_whole.fits.is_empty()
+            || !self.left_whole.loops.is_empty()
+    }
+
+    /// Whether a TF1 optimizer whose train ops run in exactly these loops
+    /// (statement ranges, outer ones included) keeps its rate.
+    pub fn rate_stays_for_loops(&self, driven: &[Range<usize>]) -> bool {
+        self.left_whole.every_rate
+            || !self.left_whole.fits.is_empty()
+            || driven
+                .iter()
+                .any(|loop_range| self.left_whole.loops.contains(loop_range))
     }
 
     /// The loops left whole, for a second proposal that knows them all
@@ -119,7 +142,7 @@ impl LearningRateState {
     pub fn rate_stays_for(&self, fits: Option<&[Range<usize>]>) -> bool {
         match fits {
             _ if !self.work_not_split() => false,
-            _ if self.left_whole.every_rate => true,
+            _ if self.left_whole.every_rate || !self.left_whole.loops.is_empty() => true,
             Some(fits) if !fits.is_empty() => {
                 fits.iter().any(|fit| self.left_whole.fits.contains(fit))
             }
@@ -248,8 +271,14 @@ pub fn scale_call_learning_rate(
     schedule_names: &HashSet<String>,
 ) -> bool {
     if rewrite.learning_rates.work_not_split() {
-        let fits = super::fits_driven::fits_driven_by(rewrite, scope, call);
-        if rewrite.learning_rates.rate_stays_for(fits.as_deref()) {
+        let stays = match super::loops_driven::loops_driven_by(rewrite, scope, call) {
+            Some(loops) => rewrite.learning_rates.rate_stays_for_loops(&loops),
+            None => {
+                let fits = super::fits_driven::fits_driven_by(rewrite, scope, call);
+                rewrite.learning_rates.rate_stays_for(fits.as_deref())
+            }
+        };
+        if stays {
             return false;
         }
     }

@@ -77,7 +77,9 @@ pub fn divide_loop_steps(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> 
     }
     let split = split_loop(rewrite, loop_statement);
     if split == WorkSplit::NotSplit {
-        rewrite.learning_rates.leave_rates();
+        rewrite
+            .learning_rates
+            .leave_rate_of_loop(span(loop_statement));
     }
     if split != WorkSplit::AlreadySplit {
         rewrite.loops_seen += 1;

@@ -21,6 +21,7 @@ pub mod init_block;
 pub mod learning_rate;
 pub mod loaded_splits;
 pub mod loop_steps;
+pub mod loops_driven;
 pub mod rank_zero;
 pub mod rate_changers;
 pub mod read_barrier;

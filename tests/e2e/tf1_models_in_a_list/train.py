@@ -1,6 +1,6 @@
 """Two graph-mode nets kept in a list, both trained by one `sess.run` of
 `[nets[0].train, nets[1].train]`, in a `while` loop that walks each epoch's
-rows until the end of the data."""
+rows until the end of the data: each worker runs its share of the epochs."""
 import json
 import os
 
@@ -32,7 +32,7 @@ sess.run(tf.global_variables_initializer())
 
 steps = 0
 rate = None
-for epoch in range(3):
+for epoch in range(4):
     np.random.shuffle(data)
     step = 0
     in_epoch = True
