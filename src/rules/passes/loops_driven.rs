@@ -48,7 +48,7 @@ pub fn loops_driven_by(
     let train_ops = train_ops_of(scope, call)?;
     let mut loops = Vec::new();
     for (name, binding) in &train_ops {
-        loops.extend(loops_running(rewrite, scope, name, binding)?);
+        loops.extend(loops_running(rewrite, scope, name, binding, 0)?);
     }
     (!loops.is_empty()).then_some(loops)
 }
@@ -165,8 +165,11 @@ fn loops_running(
     defining: &Scope,
     name: &str,
     binding: &Range<usize>,
+    depth: usize,
 ) -> Option<Vec<Range<usize>>> {
     let mut loops = Vec::new();
+    // `training_ops = [phase1_op, phase2_op]`, run as `training_ops[phase]`.
+    let mut lists: Vec<(String, Range<usize>)> = Vec::new();
     for scope in &rewrite.module.scopes {
         let same = std::ptr::eq(scope, defining);
         // A function with a name of its own reads no global of this name.
@@ -186,20 +189,31 @@ fn loops_running(
                 runs.push(site);
             }
         }
-        // Every use of the name in reach is in one of those runs.
+        // Every use of the name in reach is in one of those runs, or in a
+        // list of train ops bound to a name (followed once).
         let mut stray = false;
         for statement in scope.facts.statements.iter().copied() {
+            let listed = match (same, depth) {
+                (true, 0) => listed_as(scope, statement, name),
+                _ => None,
+            };
             walk_statement_expressions(statement, &mut |expr| {
                 if let Expr::Name(used) = expr
                     && used.id.as_str() == name
                     && used.ctx == ExprContext::Load
                     && reaches(span(expr).start)
                 {
-                    stray |= !runs
+                    let in_a_run = runs
                         .iter()
                         .any(|site| within(&span(site.call), &span(expr)));
+                    stray |= !in_a_run && listed.is_none();
                 }
             });
+            if let Some(list) = listed
+                && reaches(span(statement).start)
+            {
+                lists.push(list);
+            }
         }
         if stray {
             return None;
@@ -215,7 +229,33 @@ fn loops_running(
             );
         }
     }
+    for (list, holds) in lists {
+        loops.extend(loops_running(rewrite, defining, &list, &holds, depth + 1)?);
+    }
     Some(loops)
+}
+
+/// `list = [a, name, ...]` (or a tuple): the list's name and where that
+/// binding holds.
+fn listed_as(scope: &Scope, statement: &Stmt, name: &str) -> Option<(String, Range<usize>)> {
+    let Stmt::Assign(assign) = statement else {
+        return None;
+    };
+    let [Expr::Name(target)] = assign.targets.as_slice() else {
+        return None;
+    };
+    let (Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })) =
+        assign.value.as_ref()
+    else {
+        return None;
+    };
+    elts.iter()
+        .any(|element| matches!(element, Expr::Name(listed) if listed.id.as_str() == name))
+        .then(|| {
+            let list = target.id.to_string();
+            let holds = binding_of(scope, &list, span(statement).start);
+            (list, holds)
+        })
 }
 
 /// `sess.run(name, ...)`, `sess.run([cost, name], ...)` or `name.run(...)`.
