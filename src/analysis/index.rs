@@ -145,6 +145,14 @@ impl<'a> ScopeIndex<'a> {
     }
 
     /// Names bound to TF1 sessions: `sess = tf.Session()`, `with tf.Session() as sess:`.
+    /// The last assignment of `name` in the scope that ends before `at`.
+    pub fn last_assignment_before(&self, name: &str, at: usize) -> Option<&Assignment<'a>> {
+        self.assignments
+            .iter()
+            .filter(|assignment| assignment.name == name && span(assignment.statement).end <= at)
+            .max_by_key(|assignment| span(assignment.statement).start)
+    }
+
     pub fn session_names(&self) -> std::collections::HashSet<&str> {
         self.names_holding(AbstractValue::Session).collect()
     }

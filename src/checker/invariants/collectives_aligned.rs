@@ -566,12 +566,7 @@ fn drawn_into(
         }
     });
     names.iter().find_map(|name| {
-        let assignment = scope
-            .facts
-            .assignments
-            .iter()
-            .filter(|assignment| assignment.name == *name && span(assignment.statement).end <= at)
-            .max_by_key(|assignment| span(assignment.statement).start)?;
+        let assignment = scope.facts.last_assignment_before(name, at)?;
         let assigned_at = span(assignment.statement).start;
         drawn_into(scope, draws, assignment.value, assigned_at, depth + 1)
     })

@@ -41,12 +41,14 @@ pub fn divide_epochs_instead(
     };
     let data = rewrite.expression_text(iterable).to_string();
     let bound = rewrite.expression_text(&epochs.iter).to_string();
-    super::loop_steps::divide_range(rewrite, &Stmt::For(epochs.clone()), range);
-    rewrite.diagnose(Diagnostic::new(
-        EPOCHS_DIVIDED,
-        span(epochs.iter.as_ref()),
-        format!("`{data}` cannot be split among the workers, and each draws its own order of it: each worker now runs its share of the epochs of `for ... in {bound}` over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays"),
-    ));
+    divide_epochs(
+        rewrite,
+        epochs,
+        range,
+        format!(
+            "`{data}` cannot be split among the workers, and each draws its own order of it: each worker now runs its share of the epochs of `for ... in {bound}` over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays"
+        ),
+    );
     true
 }
 
@@ -58,23 +60,44 @@ pub fn epoch_loop_around<'a>(
     iterable: &Expr,
     ordered_per_process: bool,
 ) -> Option<(&'a ast::StmtFor, &'a ast::ExprCall)> {
+    let (epochs, range) = enclosing_range_loop(scope, loop_statement)?;
+    let shuffled_each_epoch = shuffles_in(&epochs.body, loop_statement, iterable);
+    (ordered_per_process || shuffled_each_epoch).then_some((epochs, range))
+}
+
+/// Divides the epoch loop's range and says why with DST140.
+fn divide_epochs(
+    rewrite: &mut ModuleRewrite,
+    epochs: &ast::StmtFor,
+    range: &ast::ExprCall,
+    why: String,
+) {
+    super::loop_steps::divide_range(rewrite, &Stmt::For(epochs.clone()), range);
+    rewrite.diagnose(Diagnostic::new(
+        EPOCHS_DIVIDED,
+        span(epochs.iter.as_ref()),
+        why,
+    ));
+}
+
+/// The nearest loop over `range(...)` around `loop_statement` in `scope`,
+/// with its range.
+fn enclosing_range_loop<'a>(
+    scope: &'a Scope<'a>,
+    loop_statement: &Stmt,
+) -> Option<(&'a ast::StmtFor, &'a ast::ExprCall)> {
     let path = path_to(scope.body, &span(loop_statement))?;
-    let (epochs, range) = path
-        .iter()
+    path.iter()
         .rev()
         .skip(1)
         .filter(|statement| is_loop(statement))
         .find_map(|statement| match statement {
-            Stmt::For(node) => {
-                let range = super::loop_steps::range_bound(super::loop_steps::unwrap_enumerate(
-                    &node.iter,
-                ))?;
-                Some((node, range))
-            }
+            Stmt::For(node) => Some((
+                node,
+                super::loop_steps::range_bound(super::loop_steps::unwrap_enumerate(&node.iter))?,
+            )),
             _ => None,
-        })?;
-    let shuffled_each_epoch = shuffles_in(&epochs.body, loop_statement, iterable);
-    (ordered_per_process || shuffled_each_epoch).then_some((epochs, range))
+        })
 }
 
 /// Whether the epoch's body shuffles the list the loop walks, before it
@@ -118,22 +141,7 @@ pub fn divide_epochs_around_walk(
     let Stmt::While(walk) = loop_statement else {
         return false;
     };
-    let Some(path) = path_to(scope.body, &span(loop_statement)) else {
-        return false;
-    };
-    let epochs = path
-        .iter()
-        .rev()
-        .skip(1)
-        .filter(|statement| is_loop(statement))
-        .find_map(|statement| match statement {
-            Stmt::For(node) => Some((
-                node,
-                super::loop_steps::range_bound(super::loop_steps::unwrap_enumerate(&node.iter))?,
-            )),
-            _ => None,
-        });
-    let Some((epochs, range)) = epochs else {
+    let Some((epochs, range)) = enclosing_range_loop(scope, loop_statement) else {
         return false;
     };
     let shuffled = shuffled_before(&epochs.body, loop_statement);
@@ -153,12 +161,14 @@ pub fn divide_epochs_around_walk(
         return false;
     };
     let bound = rewrite.expression_text(&epochs.iter).to_string();
-    super::loop_steps::divide_range(rewrite, &Stmt::For(epochs.clone()), range);
-    rewrite.diagnose(Diagnostic::new(
-        EPOCHS_DIVIDED,
-        span(epochs.iter.as_ref()),
-        format!("the batches of `while ...` are cut from `{data}`, which each worker shuffles its own way every epoch: each worker now runs its share of the epochs of `for ... in {bound}` over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays"),
-    ));
+    divide_epochs(
+        rewrite,
+        epochs,
+        range,
+        format!(
+            "the batches of `while ...` are cut from `{data}`, which each worker shuffles its own way every epoch: each worker now runs its share of the epochs of `for ... in {bound}` over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays"
+        ),
+    );
     true
 }
 
@@ -191,33 +201,20 @@ pub fn divide_epochs_around_single_pass(
     if !is_one(rewrite, scope, bound, at, 0) {
         return false;
     }
-    let Some(path) = path_to(scope.body, &span(loop_statement)) else {
-        return false;
-    };
-    let epochs = path
-        .iter()
-        .rev()
-        .skip(1)
-        .filter(|statement| is_loop(statement))
-        .find_map(|statement| match statement {
-            Stmt::For(node) => Some((
-                node,
-                super::loop_steps::range_bound(super::loop_steps::unwrap_enumerate(&node.iter))?,
-            )),
-            _ => None,
-        });
-    let Some((epochs, epochs_range)) = epochs else {
+    let Some((epochs, epochs_range)) = enclosing_range_loop(scope, loop_statement) else {
         return false;
     };
     let inner = rewrite.expression_text(&range.func).to_string();
     let bound_text = rewrite.expression_text(bound).to_string();
     let outer = rewrite.expression_text(&epochs.iter).to_string();
-    super::loop_steps::divide_range(rewrite, &Stmt::For(epochs.clone()), epochs_range);
-    rewrite.diagnose(Diagnostic::new(
-        EPOCHS_DIVIDED,
-        span(epochs.iter.as_ref()),
-        format!("`{inner}({bound_text})` runs once (its batch is all of the data): each worker now runs its share of the epochs of `for ... in {outer}` instead"),
-    ));
+    divide_epochs(
+        rewrite,
+        epochs,
+        epochs_range,
+        format!(
+            "`{inner}({bound_text})` runs once (its batch is all of the data): each worker now runs its share of the epochs of `for ... in {outer}` instead"
+        ),
+    );
     true
 }
 
@@ -262,12 +259,7 @@ fn resolved<'a>(scope: &Scope<'a>, expr: &'a Expr, at: usize, depth: usize) -> &
     }
     scope
         .facts
-        .assignments
-        .iter()
-        .filter(|assignment| {
-            assignment.name == name.id.as_str() && span(assignment.statement).end <= at
-        })
-        .max_by_key(|assignment| span(assignment.statement).start)
+        .last_assignment_before(name.id.as_str(), at)
         // One that always runs before `at`: in no block that `at` is not in
         // (`if batch is None: batch = n` holds only sometimes).
         .filter(|assignment| {
