@@ -110,7 +110,7 @@ fn shell_writes(program: &Program) -> Vec<Decision> {
 }
 
 /// Whether a shell line is the body of a top-level `if` testing for rank 0
-/// whose next statement is a Horovod collective.
+/// whose next statement runs a Horovod collective.
 fn on_rank_zero_then_barrier(program: &Program, line: &std::ops::Range<usize>) -> bool {
     const COLLECTIVES: &[&str] = &["allreduce", "barrier", "broadcast", "broadcast_object"];
     let body = &program.module.module.body;
@@ -132,9 +132,16 @@ fn on_rank_zero_then_barrier(program: &Program, line: &std::ops::Range<usize>) -
     let Some(next) = body.get(at + 1) else {
         return false;
     };
+    // The collective runs on every rank right away: the next statement is
+    // its call, or a `with` holding only it (a TF1 graph's barrier runs in
+    // a session of its own).
+    let barrier = match next {
+        Stmt::Expr(_) => span(next),
+        Stmt::With(block) if block.body.len() == 1 => span(&block.body[0]),
+        _ => return false,
+    };
     program.calls().iter().any(|call| {
-        span(call.site.statement) == span(next)
-            && matches!(next, Stmt::Expr(_))
+        span(call.site.statement) == barrier
             && call
                 .horovod_function()
                 .is_some_and(|function| COLLECTIVES.contains(&function))

@@ -780,6 +780,16 @@ fn shell_lines_on_rank_zero_need_the_barrier_after_them() {
             Verdict::Proven,
             "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nhvd.allreduce(0, name='b')",
         ),
+        (
+            "rank 0 then a barrier in a session of its own",
+            Verdict::Proven,
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nwith tf.compat.v1.Session() as s:\n    s.run(hvd.allreduce(tf.constant(0), name='b'))",
+        ),
+        (
+            "rank 0 then a block that may skip the barrier",
+            Verdict::Unknown,
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nwith tf.compat.v1.Session() as s:\n    if s is None:\n        s.run(hvd.allreduce(tf.constant(0), name='b'))",
+        ),
         ("writes nothing", Verdict::Proven, "!ls"),
     ];
     for (name, expected, cell) in cases {
