@@ -143,6 +143,7 @@ e2e_cases!(
     keras_fit_list_files_unsafe,
     estimator_graph_seed,
     keras_fit_image_directory,
+    keras_folders_filled_by_a_helper,
     keras_gan_own_compile,
     tf1_full_batch_chained_minimize,
     keras_full_batch_arrays,

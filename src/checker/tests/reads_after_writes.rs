@@ -1,0 +1,55 @@
+//! Table tests of reads of what rank 0 wrote: a folder of files a helper
+//! copies on rank 0, then read by a data source on every rank.
+
+use super::*;
+
+const MAKE_SUBSET: &str = "import shutil\nimport pathlib\nbase = pathlib.Path('small')\ndef make_subset(name):\n    for fname in ['a.jpg', 'b.jpg']:\n        if hvd.rank() == 0:\n            shutil.copyfile(pathlib.Path('all') / fname, base / name / fname)\n";
+
+fn program(between: &str, read: &str) -> String {
+    with(
+        KERAS,
+        &format!("{MAKE_SUBSET}make_subset('train')\n{between}{read}"),
+    )
+}
+
+#[test]
+fn a_folder_rank_zero_filled_in_a_helper() {
+    let images = "ds = tf.keras.utils.image_dataset_from_directory(base / 'train', seed=0)\n";
+    let flow = "gen = tf.keras.preprocessing.image.ImageDataGenerator().flow_from_directory(base / 'train', seed=0)\n";
+    let barrier = "hvd.allreduce(0, name='read_barrier')\n";
+    assert_table(
+        RANK_ZERO_WRITES,
+        &[
+            (
+                "image folders read on every rank with no barrier",
+                Verdict::Unknown,
+                &program("", images),
+            ),
+            (
+                "image folders read after a barrier",
+                Verdict::Proven,
+                &program(barrier, images),
+            ),
+            (
+                "a generator's folders read with no barrier",
+                Verdict::Unknown,
+                &program("", flow),
+            ),
+            (
+                "a generator's folders read after a barrier",
+                Verdict::Proven,
+                &program(barrier, flow),
+            ),
+            (
+                "another folder than the one written",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    &format!(
+                        "{MAKE_SUBSET}make_subset('train')\nds = tf.keras.utils.image_dataset_from_directory('elsewhere', seed=0)\n"
+                    ),
+                ),
+            ),
+        ],
+    );
+}
