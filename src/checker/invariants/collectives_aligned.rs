@@ -491,6 +491,12 @@ fn loop_stop(
             format!("the training loop at line {line} takes its count from a random draw (line {}), which each rank makes for itself: ranks that draw differently take different numbers of steps, and the others wait forever in the next allreduce", program.line(draw.start)),
         ).with_suggestion("draw the value once on rank 0 and broadcast it, or draw it from a generator seeded the same on every rank"));
     }
+    if let Stmt::For(node) = loop_statement
+        && let Some(decision) =
+            super::random_lengths::loop_over_randomly_filtered(program, scope, &node.iter, line)
+    {
+        return Some(decision);
+    }
     if let Stmt::While(node) = loop_statement
         && decided_locally(program, scope, loop_statement, &node.test)
     {

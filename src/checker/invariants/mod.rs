@@ -14,6 +14,7 @@ pub mod facts;
 mod gradients_averaged;
 mod init_before_use;
 mod only_training;
+mod random_lengths;
 mod rank_zero_writes;
 mod rate_follows_split;
 mod state_broadcast;

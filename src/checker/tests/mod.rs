@@ -66,6 +66,7 @@ fn with(header: &str, body: &str) -> String {
 }
 
 mod batch_sources;
+mod random_lengths;
 mod reads_after_writes;
 mod shards;
 
