@@ -373,47 +373,13 @@ pub fn read_before_rank_zero_write(
     read: &CallSite,
     which: RankZeroWrites,
 ) -> Option<(usize, String)> {
-    use crate::analysis::training::effect_summaries::{path_argument, path_tokens};
     let scope = &module.scopes[scope_index];
     let read_at = span(read.statement).start;
     if module.index.is_under_rank_zero(&span(read.statement)) {
         return None;
     }
-    let read_tokens = match of_call(analysis, module, scope_index, read.call).entry() {
-        Some(entry) => {
-            let read_effect = entry.find(|effect| matches!(effect, Effect::Reads { .. }))?;
-            if entry.has(|effect| {
-                matches!(effect, Effect::Writes { .. }) && happens_on_storage(effect, read.call)
-            }) {
-                return None;
-            }
-            path_argument(read_effect, read.call)
-                .map(path_tokens)
-                .unwrap_or_default()
-        }
-        // A package function that reads (`display_image(epoch)` opening the
-        // picture a training helper saved), and writes nothing itself.
-        None => {
-            let callee = resolved_callee(analysis, module, scope_index, &read.call.func)?;
-            let effects = &analysis.effects;
-            if [&effects.every_rank, &effects.rank_zero_writes]
-                .iter()
-                .any(|summaries| {
-                    summaries
-                        .get(&callee)
-                        .is_some_and(|reached| !reached.is_empty())
-                })
-            {
-                return None;
-            }
-            package_function_reads(analysis, &callee, read.call)?
-        }
-    };
-    let related = |tokens: &[String]| {
-        read_tokens.is_empty()
-            || tokens.is_empty()
-            || tokens.iter().any(|token| read_tokens.contains(token))
-    };
+    let read_tokens = read_path_tokens(analysis, module, scope_index, read.call)?;
+    let related = |tokens: &[String]| paths_related(&read_tokens, tokens);
     let mut last_write = None;
     for site in scope
         .facts
@@ -440,6 +406,68 @@ pub fn read_before_rank_zero_write(
         }
     }
     last_write
+}
+
+/// The names the path a call reads is built from (empty: any path), when
+/// the call reads storage and writes none itself: a catalogued read, or a
+/// package function that reads and writes nothing.
+pub fn read_path_tokens(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    call: &ast::ExprCall,
+) -> Option<Vec<String>> {
+    use crate::analysis::training::effect_summaries::{path_argument, path_tokens};
+    match of_call(analysis, module, scope_index, call).entry() {
+        Some(entry) => {
+            let read_effect = entry.find(|effect| matches!(effect, Effect::Reads { .. }))?;
+            if entry.has(|effect| {
+                matches!(effect, Effect::Writes { .. }) && happens_on_storage(effect, call)
+            }) {
+                return None;
+            }
+            Some(
+                path_argument(read_effect, call)
+                    .map(path_tokens)
+                    .unwrap_or_default(),
+            )
+        }
+        // A package function that reads (`display_image(epoch)` opening the
+        // picture a training helper saved), and writes nothing itself.
+        None => {
+            let callee = resolved_callee(analysis, module, scope_index, &call.func)?;
+            let effects = &analysis.effects;
+            if [&effects.every_rank, &effects.rank_zero_writes]
+                .iter()
+                .any(|summaries| {
+                    summaries
+                        .get(&callee)
+                        .is_some_and(|reached| !reached.is_empty())
+                })
+            {
+                return None;
+            }
+            package_function_reads(analysis, &callee, call)
+        }
+    }
+}
+
+/// Whether a write's path names and a read's may be of one file: they
+/// share a name, or either is unknown (empty).
+pub fn paths_related(read: &[String], written: &[String]) -> bool {
+    read.is_empty() || written.is_empty() || written.iter().any(|token| read.contains(token))
+}
+
+/// The names the path is built from of a write rank 0 alone makes at
+/// `site` (empty: any path), when it makes one.
+pub fn rank_zero_write_tokens(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    site: &CallSite,
+    which: RankZeroWrites,
+) -> Option<Vec<String>> {
+    rank_zero_write(analysis, module, scope_index, site, which)
 }
 
 /// Whether two statements sit in different branches of one `if` (a cached

@@ -17,6 +17,7 @@ mod only_training;
 mod random_lengths;
 mod rank_zero_writes;
 mod rate_follows_split;
+mod reads_overtaken;
 mod state_broadcast;
 mod work_split;
 

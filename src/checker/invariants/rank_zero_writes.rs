@@ -64,6 +64,7 @@ impl Invariant for RankZeroWrites {
             }
             if let Some(decision) = reads_standard_input(program, call)
                 .or_else(|| read_before_write_is_done(program, call))
+                .or_else(|| super::reads_overtaken::read_overtaken_in_loop(program, call))
                 .or_else(|| by_catalogue(program, calls, call))
                 .or_else(|| through_package_function(program, call))
             {

@@ -53,3 +53,30 @@ fn a_folder_rank_zero_filled_in_a_helper() {
         ],
     );
 }
+
+#[test]
+fn files_moved_on_rank_zero_while_every_rank_lists_them() {
+    let program = |barrier: &str| {
+        with(
+            KERAS,
+            &format!(
+                "import os\nimport shutil\nimport pathlib\ntrain_dir = pathlib.Path('train')\nval_dir = pathlib.Path('val')\nfor category in ('neg', 'pos'):\n    files = os.listdir(train_dir / category)\n{barrier}    for fname in files[:10]:\n        if hvd.rank() == 0:\n            shutil.move(train_dir / category / fname, val_dir / category / fname)\n        hvd.allreduce(0, name='moved')\n"
+            ),
+        )
+    };
+    assert_table(
+        RANK_ZERO_WRITES,
+        &[
+            (
+                "listed on every rank, then moved on rank 0 with no barrier between",
+                Verdict::Unknown,
+                &program(""),
+            ),
+            (
+                "listed on every rank, a barrier, then moved on rank 0",
+                Verdict::Proven,
+                &program("    hvd.allreduce(0, name='listed')\n"),
+            ),
+        ],
+    );
+}
