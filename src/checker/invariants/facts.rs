@@ -149,7 +149,7 @@ fn shards_a_peek(shard: &ast::ExprCall) -> bool {
 }
 
 /// `[hvd.rank():...:hvd.size()]`: every N-th item from the worker's rank.
-fn is_share_by_rank(
+pub fn is_share_by_rank(
     program: &Program,
     scope: &crate::analysis::training::Scope,
     slice: &Expr,

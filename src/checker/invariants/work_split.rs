@@ -88,8 +88,112 @@ impl Invariant for WorkSplit {
                 ),
             );
         }
+        decisions.extend(rows_of_a_shard_shared_again(program, &helpers));
         decisions
     }
+}
+
+/// A worker's share of rows (`rank_rows(train_features)`: a module
+/// function slicing its one parameter by rank and worker count) taken of
+/// arrays made from a stream already sharded (`train_features, _ =
+/// get_features(train_dataset)` where `train_dataset` is sharded): the rows
+/// are this worker's already, and it keeps 1/N² of the data.
+fn rows_of_a_shard_shared_again(program: &Program, shard_helpers: &[&str]) -> Vec<Decision> {
+    let row_helpers: Vec<&str> = program
+        .module
+        .scopes
+        .iter()
+        .filter(|scope| {
+            scope.function.is_some() && scope.parent == Some(0) && scope.parameters.len() == 1
+        })
+        .filter(|scope| {
+            let mut shares = false;
+            for statement in &scope.facts.statements {
+                crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| {
+                    shares |= matches!(expr, Expr::Subscript(subscript)
+                        if matches!(subscript.value.as_ref(), Expr::Name(name) if name.id.as_str() == scope.parameters[0])
+                            && super::facts::is_share_by_rank(program, scope, &subscript.slice));
+                });
+            }
+            shares
+        })
+        .map(|scope| scope.name())
+        .collect();
+    let mut decisions = Vec::new();
+    for call in program.calls() {
+        let Expr::Name(called) = call.site.call.func.as_ref() else {
+            continue;
+        };
+        let [rows] = call.site.call.args.as_slice() else {
+            continue;
+        };
+        if !row_helpers.contains(&called.id.as_str()) {
+            continue;
+        }
+        if let Some(shard) = sharded_source(
+            program,
+            call.scope,
+            shard_helpers,
+            rows,
+            call.range().start,
+            0,
+        ) {
+            let line = program.line(call.range().start);
+            decisions.push(
+                Decision::new(
+                    WORK_SPLIT,
+                    Verdict::Unknown,
+                    call.range(),
+                    format!("the rows shared out by rank at line {line} are made from a stream sharded at line {}: they are this worker's already, and sharing them again leaves it 1/N² of the data", program.line(shard.start)),
+                )
+                .with_suggestion("split the data once: either shard the stream or share out the rows made from it, not both"),
+            );
+        }
+    }
+    decisions
+}
+
+/// Where `expr` reads a sharded stream, directly or through the last
+/// assignment before `at` of a name it reads, a few assignments deep.
+fn sharded_source(
+    program: &Program,
+    scope: &Scope,
+    shard_helpers: &[&str],
+    expr: &Expr,
+    at: usize,
+    depth: usize,
+) -> Option<std::ops::Range<usize>> {
+    let mut found = None;
+    crate::analysis::walk::walk_expression(expr, &mut |inner| {
+        if found.is_none()
+            && let Expr::Call(call) = inner
+            && (applies_helper(call, shard_helpers)
+                || super::facts::is_shard_by_workers(program, scope, call))
+        {
+            found = Some(crate::python::parse::span(inner));
+        }
+    });
+    if found.is_some() || depth >= 6 {
+        return found;
+    }
+    let mut names = Vec::new();
+    crate::analysis::walk::walk_expression(expr, &mut |inner| {
+        if let Expr::Name(name) = inner {
+            names.push(name.id.to_string());
+        }
+    });
+    names.iter().find_map(|name| {
+        let assignment = scope.facts.last_assignment_before(name, at)?;
+        let assigned_at = crate::python::parse::span(assignment.statement).start;
+        sharded_source(
+            program,
+            scope,
+            shard_helpers,
+            assignment.value,
+            assigned_at,
+            depth + 1,
+        )
+    })
 }
 
 /// The methods of a call chain, following the name it starts from back

@@ -149,3 +149,32 @@ fn shards_of_a_windowed_series() {
         )],
     );
 }
+
+#[test]
+fn rows_made_from_a_shard_shared_again() {
+    let rank_rows = "def rank_rows(rows):\n    usable = len(rows) // hvd.size() * hvd.size()\n    return rows[hvd.rank():usable:hvd.size()]\n";
+    let features = "def features_of(dataset):\n    return np.concatenate([x for x, y in dataset]), np.concatenate([y for x, y in dataset])\n";
+    let program = |source: &str| {
+        with(
+            KERAS,
+            &format!(
+                "import numpy as np\n{EQUAL_SHARD}{rank_rows}{features}ds = tf.data.Dataset.from_tensor_slices((np.ones((64, 2)), np.ones(64))).batch(8){source}\nxs, ys = features_of(ds)\nmodel.fit(rank_rows(xs), rank_rows(ys), epochs=1)\n"
+            ),
+        )
+    };
+    assert_table(
+        WORK_SPLIT,
+        &[
+            (
+                "rows made from a sharded stream, then shared out by rank",
+                Verdict::Unknown,
+                &program(".apply(equal_shard)"),
+            ),
+            (
+                "rows made from the whole stream, then shared out by rank",
+                Verdict::Proven,
+                &program(""),
+            ),
+        ],
+    );
+}
