@@ -26,7 +26,8 @@
 //!
 //! A package whose entry point is `train.ipynb` instead runs its code cells in order as
 //! one script, IPython lines (magics, shell escapes, help) left out, as Jupyter's
-//! "Run All" would run them.
+//! "Run All" would run them; with `"shell": true` in `e2e.json`, its `!command` lines
+//! run in a shell where they stand.
 //!
 //! The Horovod environment (TensorFlow-CPU 2.12.1, Horovod 0.28.1 with Gloo) is created
 //! by `scripts/setup-horovod` when missing: a few minutes, once. These tests are never
@@ -72,6 +73,7 @@ macro_rules! e2e_cases {
 
 e2e_cases!(
     keras_optimizer_object,
+    keras_notebook_shell_download,
     tf1_rate_per_optimizer,
     tf1_batch_of_all_rows,
     tf1_gradients_clipped_by_global_norm,
@@ -476,6 +478,14 @@ fn expected_rate(case_directory: &Path) -> Option<f64> {
     }
 }
 
+/// Whether e2e.json asks for a notebook's `!command` lines to run (`"shell": true`);
+/// otherwise they are left out.
+fn runs_shell(case_directory: &Path) -> bool {
+    let text = std::fs::read_to_string(case_directory.join("e2e.json")).unwrap();
+    let metadata: serde_json::Value = serde_json::from_str(&text).unwrap();
+    metadata["shell"].as_bool().unwrap_or(false)
+}
+
 /// Whether e2e.json asks for `--unsafe-fixes`.
 fn applies_unsafe_fixes(case_directory: &Path) -> bool {
     let text = std::fs::read_to_string(case_directory.join("e2e.json")).unwrap();
@@ -499,7 +509,7 @@ fn expected_steps(case_directory: &Path) -> Option<u64> {
 /// The script to run in a package: `train.py`, or for a notebook package
 /// (no `train.py`, one notebook at the top) the code cells of the notebook
 /// written out as one script beside it.
-fn entry_script(package: &Path) -> &'static str {
+fn entry_script(package: &Path, runs_shell: bool) -> &'static str {
     if package.join("train.py").exists() {
         return "train.py";
     }
@@ -531,7 +541,7 @@ fn entry_script(package: &Path) -> &'static str {
             }
             other => other.as_str().expect("source is text").to_string(),
         };
-        script.push_str(&python_of_cell(&source));
+        script.push_str(&python_of_cell(&source, runs_shell));
         script.push('\n');
     }
     std::fs::write(package.join("notebook_cells.py"), script).unwrap();
@@ -540,8 +550,9 @@ fn entry_script(package: &Path) -> &'static str {
 
 /// A cell's Python: the body of a `%%time` or `%%capture` cell; nothing for
 /// another cell magic; IPython lines (`%magic`, `!shell`, `name?`, `?name`, `x = !ls`)
-/// replaced by `pass` at their indentation.
-fn python_of_cell(source: &str) -> String {
+/// replaced by `pass` at their indentation, except that with `runs_shell` a
+/// `!command` line runs its command in a shell, as IPython would.
+fn python_of_cell(source: &str, runs_shell: bool) -> String {
     let mut lines: Vec<&str> = source.lines().collect();
     if let Some(first) = lines.first().filter(|line| line.starts_with("%%")) {
         if !(first.starts_with("%%time") || first.starts_with("%%capture")) {
@@ -570,7 +581,12 @@ fn python_of_cell(source: &str) -> String {
     for line in lines {
         let code = line.trim_start();
         let indentation = &line[..line.len() - code.len()];
-        if is_ipython(code) {
+        if runs_shell && code.starts_with('!') && !code.starts_with("!=") {
+            let command = &code[1..];
+            python.push_str(&format!(
+                "{indentation}__import__(\"subprocess\").run({command:?}, shell=True, check=True)\n"
+            ));
+        } else if is_ipython(code) {
             python.push_str(&format!("{indentation}pass\n"));
         } else {
             python.push_str(line);
@@ -628,6 +644,8 @@ struct Scratch {
     logs: PathBuf,
     single_results: PathBuf,
     distributed_results: PathBuf,
+    /// Whether a notebook's `!command` lines run (`runs_shell`).
+    runs_shell: bool,
 }
 
 impl Scratch {
@@ -639,6 +657,7 @@ impl Scratch {
             logs: directory.path().join("logs"),
             single_results: directory.path().join("results-single"),
             distributed_results: directory.path().join("results-distributed"),
+            runs_shell: runs_shell(case_directory),
             _directory: directory,
         };
         for directory in [
@@ -664,7 +683,7 @@ fn run_as_written(
 ) -> (Run, RunResult) {
     let python = venv.join("bin/python");
     let mut command = python_command(&python, venv, &scratch.single, &scratch.single_results);
-    command.arg(entry_script(&scratch.single));
+    command.arg(entry_script(&scratch.single, scratch.runs_shell));
     let single_run = run_limited(command, &scratch.logs, "single");
     assert!(
         single_run.succeeded(),
@@ -747,7 +766,7 @@ fn run_two_workers<'c>(
     command
         .args(["-np", "2", "-H", "localhost:2", "--gloo"])
         .arg(&python)
-        .arg(entry_script(&scratch.distributed));
+        .arg(entry_script(&scratch.distributed, scratch.runs_shell));
     let run = run_limited(command, &scratch.logs, "two-workers");
     let results = (0..2)
         .map(|rank| {

@@ -518,6 +518,79 @@ fn a_shell_download_in_a_notebook_holds_the_rewrite_back_as_unsafe() {
     );
 }
 
+/// Shell lines that write, after `hvd.init()`, run on rank 0 in one block per
+/// cell (a command continued with `\` whole), followed by a barrier; the
+/// rewrite is then safe, `fix` writes it, and a second `fix` changes nothing.
+#[test]
+fn shell_lines_after_the_init_run_on_rank_zero_then_everyone_waits() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "import numpy as np\nimport tensorflow as tf",
+        "!wget -q https://example.com/data.zip \\\n    -O data.zip\n!unzip -q data.zip\n!ls",
+        "files = !ls\n!echo done > marker.txt",
+        "x = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
+    ];
+    let path = write_code_cells(scratch.path(), &cells);
+    let run = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(run.code, 1, "fix rewrote the notebook: {}", run.stdout);
+    assert!(!run.stdout.contains("DST307"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("DST142")
+            && run
+                .stdout
+                .contains("`!wget -q https://example.com/data.zip …`"),
+        "{}",
+        run.stdout
+    );
+    assert_valid_notebook(&path);
+    let written: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    let source = |index: usize| {
+        written["cells"][index]["source"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        source(1),
+        "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip \\\n        -O data.zip\n    !unzip -q data.zip\nhvd.allreduce(0, name=\"shell_barrier\")  # rank 0's shell lines have finished; the others find their files\n!ls"
+    );
+    // The output every rank reads is left to every rank.
+    assert!(
+        source(2).starts_with(
+            "files = !ls\nif hvd.rank() == 0:\n    !echo done > marker.txt\nhvd.allreduce("
+        ),
+        "{}",
+        source(2)
+    );
+    let again = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(
+        again.code, 0,
+        "a second fix changed the notebook: {}",
+        again.stdout
+    );
+}
+
+/// A shell line before Horovod is initialised has no rank to test: it stays
+/// as written and holds the rewrite back.
+#[test]
+fn a_shell_line_before_the_init_is_left_and_named() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "!wget -q https://example.com/data.zip",
+        "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
+    ];
+    write_code_cells(scratch.path(), &cells);
+    let run = distribute(&["diff", "--unsafe-fixes", "--root", "."], scratch.path());
+    assert!(run.stdout.contains("DST307"), "{}", run.stdout);
+    assert!(!run.stdout.contains("DST142"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("+if hvd.rank() == 0:\n+    !wget"),
+        "{}",
+        run.stdout
+    );
+}
+
 #[test]
 fn the_init_block_follows_the_first_keras_imports_not_a_late_cell_import() {
     let scratch = tempfile::tempdir().unwrap();

@@ -336,7 +336,17 @@ fn verify(
                 source.position(offset).1.column
             ));
         }
-        Ok(rewritten) if rewritten != source.text => {
+        Ok(mut rewritten) if rewritten != source.text => {
+            if let Some(notebook) = &source.notebook {
+                let starts = notebook.magic_line_starts();
+                let moved =
+                    crate::python::edit::shifted_offsets(&source.text, &candidate.edits, &starts);
+                let moves = starts
+                    .into_iter()
+                    .zip(moved)
+                    .filter_map(|(start, moved)| Some((start, moved?)));
+                crate::python::magics::placeholders_in_blocks(&source.text, &mut rewritten, moves);
+            }
             match check_rewrite_parses(
                 &rewritten,
                 &source.text,

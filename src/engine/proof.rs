@@ -123,6 +123,8 @@ fn moved_shell_commands(
             Some(crate::python::notebook::ShellCommand {
                 range: start..start + command.range.len(),
                 command: command.command.clone(),
+                stands_alone: command.stands_alone,
+                continued_lines: command.continued_lines,
             })
         })
         .collect()

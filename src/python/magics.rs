@@ -190,6 +190,43 @@ pub fn with_placeholders(text: &str, magics: &CellMagics) -> String {
     output
 }
 
+/// After a rewrite put IPython lines in a block (`if hvd.rank() == 0:` above
+/// a shell line, which it indents), their placeholders must be statements,
+/// as `with_placeholders` makes them for lines written in a block: the
+/// comment placeholder of a line the rewrite indented becomes `pass` of the
+/// same length. `moves` pairs where each IPython line starts in `original`
+/// and in `rewritten`; lines continuing another with `\\` are not among
+/// them (their placeholder stays a comment).
+pub fn placeholders_in_blocks(
+    original: &str,
+    rewritten: &mut String,
+    moves: impl IntoIterator<Item = (usize, usize)>,
+) {
+    let line_at = |text: &str, offset: usize| {
+        let start = text[..offset].rfind('\n').map_or(0, |newline| newline + 1);
+        let end = text[start..]
+            .find('\n')
+            .map_or(text.len(), |newline| start + newline);
+        start..end
+    };
+    let indentation = |line: &str| line.len() - line.trim_start().len();
+    for (before, after) in moves {
+        if before > original.len() || after > rewritten.len() {
+            continue;
+        }
+        let was = indentation(&original[line_at(original, before)]);
+        let line = line_at(rewritten, after);
+        let text = &rewritten[line.clone()];
+        let body = text.trim_start();
+        let now = text.len() - body.len();
+        let is_comment_placeholder = body.starts_with('#') && body[1..].trim().is_empty();
+        if now > was && is_comment_placeholder && body.len() >= 4 {
+            let placeholder = format!("pass{}", " ".repeat(body.len() - 4));
+            rewritten.replace_range(line.start + now..line.end, &placeholder);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +280,23 @@ mod tests {
         assert!(
             rustpython_parser::parse(&replaced, rustpython_parser::Mode::Module, "<cell>").is_ok()
         );
+    }
+
+    #[test]
+    fn a_shell_line_put_in_a_block_gets_a_statement_placeholder() {
+        let written = "import os\n!wget -q http://example.com/data.zip\nprint(1)\n";
+        let mut text = with_placeholders(written, &find_magics(written));
+        let original = text.clone();
+        let line = text.find('#').unwrap();
+        text.insert_str(line, "if rank == 0:\n    ");
+        let moved = line + "if rank == 0:\n    ".len();
+        placeholders_in_blocks(&original, &mut text, [(line, moved)]);
+        assert!(text.contains("if rank == 0:\n    pass "), "{text}");
+        assert!(rustpython_parser::parse(&text, rustpython_parser::Mode::Module, "<cell>").is_ok());
+        // A line the rewrite did not indent keeps its placeholder.
+        let mut same = original.clone();
+        placeholders_in_blocks(&original, &mut same, [(line, line)]);
+        assert_eq!(same, original);
     }
 
     #[test]

@@ -121,6 +121,25 @@ pub struct ShellCommand {
     pub range: Range<usize>,
     /// The command line (`wget URL`; `writefile name` for a cell magic).
     pub command: String,
+    /// Whether the line is a statement of its own (`!wget URL`), not a cell
+    /// magic or an assignment of the output (`files = !ls`).
+    pub stands_alone: bool,
+    /// How many lines after the first the command continues onto with `\`.
+    pub continued_lines: usize,
+}
+
+/// How many lines a line ending at `end` continues onto with a final `\`.
+fn continued_lines(text: &str, end: usize) -> usize {
+    let mut count = 0;
+    let mut line_end = end;
+    while text[..line_end].trim_end().ends_with('\\') && line_end < text.len() {
+        count += 1;
+        let next = line_end + 1;
+        line_end = text[next..]
+            .find('\n')
+            .map_or(text.len(), |newline| next + newline);
+    }
+    count
 }
 
 /// The releases (major, minor) of Keras and TensorFlow a notebook recorded
@@ -301,6 +320,27 @@ impl Notebook {
         }
     }
 
+    /// Where each IPython line of a Python cell starts in the module's text,
+    /// lines that continue another with `\` left out.
+    pub fn magic_line_starts(&self) -> Vec<usize> {
+        self.cells
+            .iter()
+            .filter(|cell| cell.magics.is_python)
+            .flat_map(|cell| {
+                cell.magics
+                    .lines
+                    .iter()
+                    .filter(|range| {
+                        let before = cell.text[..range.start].trim_end_matches(['\n', '\r']);
+                        !before.rsplit('\n').next().is_some_and(|previous| {
+                            range.start > 0 && previous.trim_end().ends_with('\\')
+                        })
+                    })
+                    .map(move |range| cell.start + range.start)
+            })
+            .collect()
+    }
+
     /// The lines and cells the notebook runs in a shell, in cell order.
     pub fn shell_commands(&self) -> Vec<ShellCommand> {
         let mut commands = Vec::new();
@@ -312,6 +352,8 @@ impl Notebook {
                     commands.push(ShellCommand {
                         range: cell.start..cell.start + cell.text.len(),
                         command: command.to_string(),
+                        stands_alone: false,
+                        continued_lines: 0,
                     });
                 }
                 continue;
@@ -340,6 +382,8 @@ impl Notebook {
                 commands.push(ShellCommand {
                     range: cell.start + range.start..cell.start + range.end,
                     command: command.trim().to_string(),
+                    stands_alone: line.starts_with('!'),
+                    continued_lines: continued_lines(&cell.text, range.end),
                 });
             }
         }

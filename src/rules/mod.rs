@@ -343,6 +343,10 @@ fn propose<'a>(
         passes::cached_file::run,
     );
     rewrite.run_pass(
+        passes::shell_lines::SHELL_LINE_ON_RANK_ZERO,
+        passes::shell_lines::run,
+    );
+    rewrite.run_pass(
         passes::read_barrier::WAIT_BEFORE_READING_BACK,
         passes::read_barrier::run,
     );

@@ -454,6 +454,12 @@ impl Catalogue {
             })
     }
 
+    /// Whether a notebook's shell line writes files where it runs: its
+    /// program is catalogued as writing, or it sends its output to a file.
+    pub fn shell_line_writes(&self, command: &str) -> bool {
+        self.shell_command_writes(command) || redirects_to_a_file(command)
+    }
+
     /// What an unknown call's name says it does, if anything.
     pub fn by_name(&self, name: &str, is_method: bool) -> Option<&NameRule> {
         self.names.iter().find(|rule| rule.matches(name, is_method))
@@ -484,4 +490,17 @@ impl Catalogue {
             self.entries.insert(name, entry);
         }
     }
+}
+
+/// Whether a command line sends output to a file (`> log.txt`, `>> out`);
+/// `> /dev/null` and `2>&1` write nothing anyone reads.
+fn redirects_to_a_file(command: &str) -> bool {
+    command.match_indices('>').any(|(at, _)| {
+        let target = command[at..].trim_start_matches('>').trim_start();
+        let follows_another = command[..at].ends_with('>');
+        !follows_another
+            && !target.is_empty()
+            && !target.starts_with('&')
+            && !target.starts_with("/dev/null")
+    })
 }

@@ -246,3 +246,15 @@ fn shell_programs_say_which_command_lines_write() {
     assert_eq!(error.line, Some(3));
     assert!(error.to_string().contains("`writes: true`"));
 }
+
+#[test]
+fn only_output_sent_to_a_file_is_a_write() {
+    use super::redirects_to_a_file;
+    assert!(redirects_to_a_file("python prepare.py > data.csv"));
+    assert!(redirects_to_a_file("echo done >> log.txt"));
+    assert!(!redirects_to_a_file(
+        "pip install comet_ml > /dev/null 2>&1"
+    ));
+    assert!(!redirects_to_a_file("apt-get install -y swig 2>&1"));
+    assert!(!redirects_to_a_file("nvidia-smi"));
+}

@@ -76,11 +76,13 @@ impl Invariant for RankZeroWrites {
 }
 
 /// A notebook's shell lines that write files (the catalogue's `shell:`
-/// programs, or any line redirecting its output): the tool does not rewrite
-/// shell lines, so each runs on every worker (an open obligation: the user
-/// may run them once before launching). Installers are not listed: a
-/// package already installed is found, and a launch presumes its workers'
-/// environment is set up.
+/// programs, or any line redirecting its output). Proven when the line runs
+/// under a rank-0 test at the top level and the next statement is a Horovod
+/// collective every rank runs: nothing after it starts before rank 0's
+/// command has finished. Otherwise each runs on every worker (an open
+/// obligation: the user may run them once before launching). Installers
+/// are not listed: a package already installed is found, and a launch
+/// presumes its workers' environment is set up.
 fn shell_writes(program: &Program) -> Vec<Decision> {
     let catalogue = &program.analysis.catalogue;
     program
@@ -89,9 +91,8 @@ fn shell_writes(program: &Program) -> Vec<Decision> {
         .source
         .shell_commands
         .iter()
-        .filter(|shell| {
-            catalogue.shell_command_writes(&shell.command) || redirects_to_a_file(&shell.command)
-        })
+        .filter(|shell| catalogue.shell_line_writes(&shell.command))
+        .filter(|shell| !on_rank_zero_then_barrier(program, &shell.range))
         .map(|shell| {
             let line = program.line(shell.range.start);
             let mut command: String = shell.command.chars().take(60).collect();
@@ -109,16 +110,42 @@ fn shell_writes(program: &Program) -> Vec<Decision> {
         .collect()
 }
 
-/// Whether a command line sends output to a file (`> log.txt`, `>> out`);
-/// `> /dev/null` and `2>&1` write nothing anyone reads.
-fn redirects_to_a_file(command: &str) -> bool {
-    command.match_indices('>').any(|(at, _)| {
-        let target = command[at..].trim_start_matches('>').trim_start();
-        let follows_another = command[..at].ends_with('>');
-        !follows_another
-            && !target.is_empty()
-            && !target.starts_with('&')
-            && !target.starts_with("/dev/null")
+/// Whether a shell line is the body of a top-level `if` testing for rank 0
+/// whose next statement runs a Horovod collective.
+fn on_rank_zero_then_barrier(program: &Program, line: &std::ops::Range<usize>) -> bool {
+    const COLLECTIVES: &[&str] = &["allreduce", "barrier", "broadcast", "broadcast_object"];
+    let body = &program.module.module.body;
+    // The block's placeholder statement is shorter than the line it holds.
+    let Some(at) = body.iter().position(|statement| {
+        let range = span(statement);
+        range.start <= line.start && line.start < range.end
+    }) else {
+        return false;
+    };
+    let Stmt::If(guard) = &body[at] else {
+        return false;
+    };
+    let bindings = &program.module.module.bindings;
+    if !guard.orelse.is_empty() || !crate::analysis::index::is_rank_zero_test(bindings, &guard.test)
+    {
+        return false;
+    }
+    let Some(next) = body.get(at + 1) else {
+        return false;
+    };
+    // The collective runs on every rank right away: the next statement is
+    // its call, or a `with` holding only it (a TF1 graph's barrier runs in
+    // a session of its own).
+    let barrier = match next {
+        Stmt::Expr(_) => span(next),
+        Stmt::With(block) if block.body.len() == 1 => span(&block.body[0]),
+        _ => return false,
+    };
+    program.calls().iter().any(|call| {
+        span(call.site.statement) == barrier
+            && call
+                .horovod_function()
+                .is_some_and(|function| COLLECTIVES.contains(&function))
     })
 }
 
@@ -455,20 +482,4 @@ fn helper_called_on_rank_zero_first(
 /// Module level, or the function of a training loop: it runs on every rank.
 fn in_the_open(program: &Program, call: &ScopedCall) -> bool {
     program.module.is_top_level_or_trains(call.scope_index) || call.scope.name() == "main"
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redirects_to_a_file;
-
-    #[test]
-    fn only_output_sent_to_a_file_is_a_write() {
-        assert!(redirects_to_a_file("python prepare.py > data.csv"));
-        assert!(redirects_to_a_file("echo done >> log.txt"));
-        assert!(!redirects_to_a_file(
-            "pip install comet_ml > /dev/null 2>&1"
-        ));
-        assert!(!redirects_to_a_file("apt-get install -y swig 2>&1"));
-        assert!(!redirects_to_a_file("nvidia-smi"));
-    }
 }

@@ -723,6 +723,86 @@ fn rank_zero_writes() {
     );
 }
 
+/// The worst verdict of one invariant on `train.ipynb`, made of these code cells.
+fn verdict_of_notebook(code: Code, cells: &[&str]) -> Verdict {
+    let directory = tempfile::tempdir().unwrap();
+    let notebook = serde_json::json!({
+        "cells": cells.iter().map(|source| serde_json::json!({
+            "cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": source,
+        })).collect::<Vec<_>>(),
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    });
+    std::fs::write(directory.path().join("train.ipynb"), notebook.to_string()).unwrap();
+    let package = Package::load(directory.path(), &["train.ipynb".to_string()]);
+    assert!(package.problems.is_empty(), "{:?}", package.problems);
+    let analysis = Analysis::new(&package);
+    let module = &analysis.modules[0];
+    let program = Program {
+        analysis: &analysis,
+        module,
+        text: &module.module.source.text,
+        generated: Default::default(),
+        origin: None,
+        written_with_horovod: false,
+        resolved_calls: Default::default(),
+    };
+    let invariant = ALL
+        .iter()
+        .find(|invariant| invariant.code() == code)
+        .unwrap();
+    invariant
+        .check(&program)
+        .iter()
+        .map(|decision| decision.verdict)
+        .max()
+        .unwrap_or(Verdict::Proven)
+}
+
+#[test]
+fn shell_lines_on_rank_zero_need_the_barrier_after_them() {
+    let init = "import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.init()";
+    let cases = [
+        (
+            "every rank",
+            Verdict::Unknown,
+            "!wget -q https://example.com/data.zip",
+        ),
+        (
+            "rank 0, no barrier",
+            Verdict::Unknown,
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip",
+        ),
+        (
+            "rank 0, barrier later",
+            Verdict::Unknown,
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nprint(1)\nhvd.allreduce(0, name='b')",
+        ),
+        (
+            "rank 0 then a barrier",
+            Verdict::Proven,
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nhvd.allreduce(0, name='b')",
+        ),
+        (
+            "rank 0 then a barrier in a session of its own",
+            Verdict::Proven,
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nwith tf.compat.v1.Session() as s:\n    s.run(hvd.allreduce(tf.constant(0), name='b'))",
+        ),
+        (
+            "rank 0 then a block that may skip the barrier",
+            Verdict::Unknown,
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nwith tf.compat.v1.Session() as s:\n    if s is None:\n        s.run(hvd.allreduce(tf.constant(0), name='b'))",
+        ),
+        ("writes nothing", Verdict::Proven, "!ls"),
+    ];
+    for (name, expected, cell) in cases {
+        assert_eq!(
+            verdict_of_notebook(RANK_ZERO_WRITES, &[init, cell]),
+            expected,
+            "{name}:\n{cell}"
+        );
+    }
+}
+
 #[test]
 fn collectives_aligned() {
     let step = "    loss = sess.run(train_op)\n";

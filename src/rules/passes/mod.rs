@@ -32,6 +32,7 @@ pub mod set_order;
 pub mod shard_placement;
 pub mod sharding;
 pub mod shared_writes;
+pub mod shell_lines;
 pub mod strategies;
 
 use crate::diagnostics::Code;
@@ -51,6 +52,7 @@ pub fn codes() -> Vec<Code> {
         seeds::CODES,
         set_order::CODES,
         sharding::CODES,
+        shell_lines::CODES,
         strategies::CODES,
     ]
     .concat()
