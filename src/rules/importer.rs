@@ -62,6 +62,9 @@ pub struct Importer {
     /// The module binds tensorflow only below the generated imports, which
     /// import it again where they go.
     pub early_tensorflow: bool,
+    /// Where the imports go instead of after the module's first TensorFlow
+    /// import: above the files it prepares before that import.
+    pub early_init_at: Option<usize>,
 }
 
 impl Importer {
@@ -129,7 +132,8 @@ impl Importer {
                         })
                     })
                 });
-            if bound_late && matches!(name, "tf" | "tensorflow") {
+            let bound_below_early_init = self.early_init_at.is_some();
+            if (bound_late || bound_below_early_init) && matches!(name, "tf" | "tensorflow") {
                 let statement = match name {
                     "tensorflow" => String::from("import tensorflow"),
                     _ => format!("import tensorflow as {name}"),
@@ -200,6 +204,9 @@ impl Importer {
             .collect();
         if lines.is_empty() {
             return None;
+        }
+        if let Some(at) = self.early_init_at {
+            return Some(Edit::insertion(at, stylist.indented_lines("", &lines)));
         }
         let anchor = first_ml_import(body)
             .or_else(|| last_import(body))

@@ -8,6 +8,7 @@ pub mod assumptions;
 pub mod context;
 pub mod edit_builders;
 pub mod importer;
+pub mod init_position;
 pub mod passes;
 pub mod patterns;
 pub mod registry;

@@ -93,6 +93,9 @@ pub struct ModuleRewrite<'a> {
     /// Where `hvd.init()` runs (the module's own call, or where the init
     /// block goes); `None` in modules whose code runs inside another
     /// module's loop. Code before it must not ask Horovod anything.
+    /// Where the generated imports and the init block go when the module
+    /// writes files before its TensorFlow import (see `init_position`).
+    pub early_init_at: Option<usize>,
     pub horovod_initialised_at: Option<usize>,
     /// The rewrite gave each worker its own examples by rank (a shard, or a
     /// cursor that starts from the rank): seeds then decide only the noise
@@ -156,6 +159,8 @@ impl<'a> ModuleRewrite<'a> {
         } else {
             None
         };
+        importer.early_init_at = super::init_position::before_early_preparation(analysis, module);
+        let early_init_at = importer.early_init_at;
         let tf = importer.bind_tensorflow(module, &mut names);
         // Standalone Keras 2 before 2.4 takes only its own optimizers, not
         // tf.keras ones: optimizers the rewrite builds come from it.
@@ -186,6 +191,7 @@ impl<'a> ModuleRewrite<'a> {
             continued_calls: HashSet::new(),
             keyworded_empty_calls: HashSet::new(),
             learning_rates: LearningRateState::default(),
+            early_init_at,
             horovod_initialised_at: None,
             data_split_by_rank: false,
             loops_seen: 0,

@@ -38,6 +38,15 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     lines.extend(pinning);
     let body = &rewrite.module.module.body;
     let text = rewrite.text;
+    if let Some(at) = rewrite.early_init_at {
+        // Above files the module prepares before its TensorFlow import.
+        let mut block = rewrite.stylist.indented_lines("", &lines[1..]);
+        block.push_str(rewrite.stylist.newline);
+        let edit = Edit::insertion(at, block);
+        rewrite.horovod_initialised_at = Some(at);
+        rewrite.edit(edit);
+        return;
+    }
     let edit = match init_anchor(body).map(span) {
         Some(range) => {
             let next_offset = line_end_including_newline(text, range.end.saturating_sub(1));

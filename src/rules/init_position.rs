@@ -1,0 +1,107 @@
+//! Where Horovod is initialised in a module that prepares its files before
+//! it imports TensorFlow: a notebook whose first cells fetch and unpack the
+//! data (`!wget URL`, `zipfile.ZipFile(path).extractall(folder)`) and whose
+//! `import tensorflow` comes cells later. After that import no rank could be
+//! tested where the files are written, so each worker would write them at
+//! once; the generated imports and `hvd.init()` go right above the first
+//! such line instead, where the passes that guard writes find a rank.
+//!
+//! Not when the code between sets environment variables (TensorFlow reads
+//! them when it is imported, and the early import would come first).
+
+use rustpython_parser::ast::Stmt;
+
+use crate::analysis::catalogue::Effect;
+use crate::analysis::effects;
+use crate::analysis::training::effect_summaries::happens_on_storage;
+use crate::analysis::training::{Analysis, ModuleAnalysis};
+use crate::python::parse::span;
+use crate::rules::importer::{after_docstring_and_future, first_ml_import};
+
+/// The offset of the line the init block goes above, when the module
+/// writes files at its top level before its first TensorFlow or Keras
+/// import; `None` keeps the block after that import.
+pub fn before_early_preparation(analysis: &Analysis, module: &ModuleAnalysis) -> Option<usize> {
+    if module.module.binds_horovod() {
+        return None;
+    }
+    let body = &module.module.body;
+    let text = module.module.source.text.as_str();
+    let ml_import = span(first_ml_import(body)?).start;
+    let earliest = [
+        first_writing_shell_line(analysis, module, ml_import),
+        first_writing_statement(analysis, module, body, ml_import),
+    ]
+    .into_iter()
+    .flatten()
+    .min()?;
+    let line_start = text[..earliest]
+        .rfind('\n')
+        .map_or(0, |newline| newline + 1);
+    let at_top = line_start == earliest;
+    let after_header = line_start >= after_docstring_and_future(body, text);
+    (at_top && after_header && !sets_environment(&text[line_start..ml_import]))
+        .then_some(line_start)
+}
+
+/// The first notebook shell line at the top of a cell that writes files.
+fn first_writing_shell_line(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    before: usize,
+) -> Option<usize> {
+    module
+        .module
+        .source
+        .shell_commands
+        .iter()
+        .filter(|shell| shell.range.start < before && shell.stands_alone)
+        .filter(|shell| analysis.catalogue.shell_line_writes(&shell.command))
+        .map(|shell| shell.range.start)
+        .min()
+}
+
+/// The first top-level statement whose calls write, create, remove or
+/// download files (the catalogue's knowledge, as called).
+fn first_writing_statement(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    body: &[Stmt],
+    before: usize,
+) -> Option<usize> {
+    let writes = |site: &&crate::analysis::index::CallSite| {
+        effects::of_call(analysis, module, 0, site.call)
+            .entry()
+            .is_some_and(|entry| {
+                entry.effects.iter().any(|effect| {
+                    matches!(
+                        effect,
+                        Effect::Writes { .. }
+                            | Effect::Downloads { .. }
+                            | Effect::CreatesDirectory { .. }
+                            | Effect::Removes { .. }
+                    ) && happens_on_storage(effect, site.call)
+                })
+            })
+    };
+    let first = module.scopes[0]
+        .facts
+        .calls
+        .iter()
+        .filter(|site| span(site.call).end <= before)
+        .filter(writes)
+        .map(|site| span(site.call).start)
+        .min()?;
+    body.iter()
+        .map(span)
+        .find(|statement| statement.start <= first && first < statement.end)
+        .map(|statement| statement.start)
+}
+
+/// Whether code sets an environment variable (`os.environ[...] = ...`,
+/// `os.environ.update`, `os.putenv`, IPython's `%env`).
+fn sets_environment(code: &str) -> bool {
+    ["environ", "putenv", "%env"]
+        .iter()
+        .any(|word| code.contains(word))
+}
