@@ -483,8 +483,11 @@ fn a_notebook_that_ran_multi_backend_keras_is_keras_2_and_held_back_as_unsafe() 
 #[test]
 fn a_shell_download_in_a_notebook_holds_the_rewrite_back_as_unsafe() {
     let scratch = tempfile::tempdir().unwrap();
+    // TensorFlow reads the environment variable set between the shell lines
+    // and its import: the init block cannot move above them.
     let cells = [
         "!wget -q https://example.com/data.zip\n!unzip -q data.zip\n!ls\n!pip list\n!pip install -q mylib",
+        "import os\nos.environ['TF_CPP_MIN_LOG_LEVEL'] = '2'",
         "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
         "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
     ];
@@ -571,12 +574,14 @@ fn shell_lines_after_the_init_run_on_rank_zero_then_everyone_waits() {
 }
 
 /// A shell line before Horovod is initialised has no rank to test: it stays
-/// as written and holds the rewrite back.
+/// as written and holds the rewrite back (the init block cannot move above
+/// it: an environment variable TensorFlow reads is set between).
 #[test]
 fn a_shell_line_before_the_init_is_left_and_named() {
     let scratch = tempfile::tempdir().unwrap();
     let cells = [
         "!wget -q https://example.com/data.zip",
+        "%env TF_CPP_MIN_LOG_LEVEL=2",
         "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
         "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
     ];
@@ -588,6 +593,58 @@ fn a_shell_line_before_the_init_is_left_and_named() {
         !run.stdout.contains("+if hvd.rank() == 0:\n+    !wget"),
         "{}",
         run.stdout
+    );
+}
+
+/// Files fetched in a shell and unpacked in Python before TensorFlow is
+/// imported: the generated imports and `hvd.init()` go above the first of
+/// them (at the end of the cell before), and each is then guarded.
+#[test]
+fn files_prepared_before_the_tensorflow_import_get_the_init_above_them() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "import os\nimport zipfile",
+        "!wget -q https://example.com/data.zip",
+        "archive = zipfile.ZipFile('data.zip')\narchive.extractall('data')",
+        "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
+    ];
+    let path = write_code_cells(scratch.path(), &cells);
+    let run = distribute(&["fix", "--root", "."], scratch.path());
+    assert_eq!(run.code, 1, "fix rewrote the notebook: {}", run.stdout);
+    assert!(!run.stdout.contains("DST307"), "{}", run.stdout);
+    assert_valid_notebook(&path);
+    let written: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    let source = |index: usize| {
+        written["cells"][index]["source"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        source(0).starts_with(
+            "import os\nimport zipfile\nimport tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.init()\n"
+        ),
+        "{}",
+        source(0)
+    );
+    assert!(
+        source(1).starts_with(
+            "if hvd.rank() == 0:\n    !wget -q https://example.com/data.zip\nhvd.allreduce("
+        ),
+        "{}",
+        source(1)
+    );
+    assert!(
+        source(2).contains("if hvd.rank() == 0:\n    archive.extractall('data')\nhvd.allreduce("),
+        "{}",
+        source(2)
+    );
+    // The module's own import stays where it was.
+    assert!(
+        source(3).starts_with("import numpy as np\nimport tensorflow as tf\n"),
+        "{}",
+        source(3)
     );
 }
 

@@ -320,6 +320,21 @@ impl Notebook {
         }
     }
 
+    /// The IPython lines (as written) that start within `range` of the
+    /// module's text.
+    pub fn magic_lines_in(&self, range: Range<usize>) -> Vec<&str> {
+        self.cells
+            .iter()
+            .flat_map(|cell| {
+                cell.magics
+                    .lines
+                    .iter()
+                    .filter(|line| range.contains(&(cell.start + line.start)))
+                    .map(|line| cell.text[line.clone()].trim_start())
+            })
+            .collect()
+    }
+
     /// Where each IPython line of a Python cell starts in the module's text,
     /// lines that continue another with `\` left out.
     pub fn magic_line_starts(&self) -> Vec<usize> {

@@ -40,8 +40,19 @@ pub fn before_early_preparation(analysis: &Analysis, module: &ModuleAnalysis) ->
         .map_or(0, |newline| newline + 1);
     let at_top = line_start == earliest;
     let after_header = line_start >= after_docstring_and_future(body, text);
-    (at_top && after_header && !sets_environment(&text[line_start..ml_import]))
-        .then_some(line_start)
+    let magics_set_environment = module
+        .module
+        .source
+        .notebook
+        .as_ref()
+        .is_some_and(|notebook| {
+            notebook
+                .magic_lines_in(line_start..ml_import)
+                .iter()
+                .any(|line| line.starts_with("%env") || line.starts_with("%set_env"))
+        });
+    let sets_environment = magics_set_environment || sets_environment(&text[line_start..ml_import]);
+    (at_top && after_header && !sets_environment).then_some(line_start)
 }
 
 /// The first notebook shell line at the top of a cell that writes files.
@@ -98,10 +109,10 @@ fn first_writing_statement(
         .map(|statement| statement.start)
 }
 
-/// Whether code sets an environment variable (`os.environ[...] = ...`,
-/// `os.environ.update`, `os.putenv`, IPython's `%env`).
+/// Whether code may set an environment variable (`os.environ[...] = ...`,
+/// `os.environ.update`, `os.putenv`).
 fn sets_environment(code: &str) -> bool {
-    ["environ", "putenv", "%env"]
+    ["environ", "putenv"]
         .iter()
         .any(|word| code.contains(word))
 }
