@@ -132,7 +132,13 @@ impl Importer {
                         })
                     })
                 });
-            let bound_below_early_init = self.early_init_at.is_some();
+            let bound_below_early_init = self.early_init_at.is_some_and(|at| {
+                module
+                    .module
+                    .bindings
+                    .get(name)
+                    .is_some_and(|binding| binding.statement.start >= at)
+            });
             if (bound_late || bound_below_early_init) && matches!(name, "tf" | "tensorflow") {
                 let statement = match name {
                     "tensorflow" => String::from("import tensorflow"),

@@ -16,7 +16,9 @@ use crate::analysis::effects;
 use crate::analysis::training::effect_summaries::happens_on_storage;
 use crate::analysis::training::{Analysis, ModuleAnalysis};
 use crate::python::parse::span;
-use crate::rules::importer::{after_docstring_and_future, first_ml_import};
+use crate::rules::importer::{
+    after_docstring_and_future, first_ml_import, is_import_statement, last_import,
+};
 
 /// The offset of the line the init block goes above, when the module
 /// writes files at its top level before its first TensorFlow or Keras
@@ -28,9 +30,12 @@ pub fn before_early_preparation(analysis: &Analysis, module: &ModuleAnalysis) ->
     let body = &module.module.body;
     let text = module.module.source.text.as_str();
     let ml_import = span(first_ml_import(body)?).start;
+    // The block goes after the run of imports holding that import: files
+    // prepared between those imports (a shell line in the run) count too.
+    let imports_end = span(init_anchor(body)?).end.max(ml_import);
     let earliest = [
-        first_writing_shell_line(analysis, module, ml_import),
-        first_writing_statement(analysis, module, body, ml_import),
+        first_writing_shell_line(analysis, module, imports_end),
+        first_writing_statement(analysis, module, body, imports_end),
     ]
     .into_iter()
     .flatten()
@@ -47,11 +52,13 @@ pub fn before_early_preparation(analysis: &Analysis, module: &ModuleAnalysis) ->
         .as_ref()
         .is_some_and(|notebook| {
             notebook
-                .magic_lines_in(line_start..ml_import)
+                .magic_lines_in(line_start..ml_import.max(line_start))
                 .iter()
                 .any(|line| line.starts_with("%env") || line.starts_with("%set_env"))
         });
-    let sets_environment = magics_set_environment || sets_environment(&text[line_start..ml_import]);
+    // Once TensorFlow is imported, what the environment holds is read.
+    let sets_environment =
+        magics_set_environment || sets_environment(&text[line_start..ml_import.max(line_start)]);
     (at_top && after_header && !sets_environment).then_some(line_start)
 }
 
@@ -112,7 +119,25 @@ fn first_writing_statement(
 /// Whether code may set an environment variable (`os.environ[...] = ...`,
 /// `os.environ.update`, `os.putenv`).
 fn sets_environment(code: &str) -> bool {
-    ["environ", "putenv"]
+    ["environ", "putenv"].iter().any(|word| code.contains(word))
+}
+
+/// Where the init block goes: after the run of top-level imports that holds
+/// the tensorflow import, else the standalone keras import (code further
+/// down, even above a late import, may use `hvd`); the last top-level import
+/// when neither is imported at the top level.
+pub fn init_anchor(body: &[Stmt]) -> Option<&Stmt> {
+    let first = first_ml_import(body).map(|found| {
+        body.iter()
+            .position(|stmt| std::ptr::eq(stmt, found))
+            .expect("found in the body")
+    });
+    let Some(first) = first else {
+        return last_import(body);
+    };
+    let run = body[first..]
         .iter()
-        .any(|word| code.contains(word))
+        .take_while(|stmt| is_import_statement(stmt))
+        .count();
+    body.get(first + run - 1)
 }

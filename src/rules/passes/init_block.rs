@@ -6,14 +6,10 @@
 //! Output: one insertion, unless the module already calls `hvd.init()` or
 //! only holds code that runs inside another module's loop.
 
-use rustpython_parser::ast::Stmt;
-
 use crate::python::edit::Edit;
 use crate::python::parse::span;
 use crate::python::source::line_end_including_newline;
-use crate::rules::importer::{
-    after_docstring_and_future, first_ml_import, is_import_statement, last_import,
-};
+use crate::rules::importer::after_docstring_and_future;
 use crate::rules::rewrite::ModuleRewrite;
 
 pub fn run(rewrite: &mut ModuleRewrite) {
@@ -47,7 +43,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
         rewrite.edit(edit);
         return;
     }
-    let edit = match init_anchor(body).map(span) {
+    let edit = match crate::rules::init_position::init_anchor(body).map(span) {
         Some(range) => {
             let next_offset = line_end_including_newline(text, range.end.saturating_sub(1));
             // A blank line between the block and the code that follows.
@@ -71,24 +67,4 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     };
     rewrite.horovod_initialised_at = Some(edit.range.start);
     rewrite.edit(edit);
-}
-
-/// Where the init block goes: after the run of top-level imports that holds
-/// the tensorflow import, else the standalone keras import (code further
-/// down, even above a late import, may use `hvd`); the last top-level import
-/// when neither is imported at the top level.
-fn init_anchor(body: &[Stmt]) -> Option<&Stmt> {
-    let first = first_ml_import(body).map(|found| {
-        body.iter()
-            .position(|stmt| std::ptr::eq(stmt, found))
-            .expect("found in the body")
-    });
-    let Some(first) = first else {
-        return last_import(body);
-    };
-    let run = body[first..]
-        .iter()
-        .take_while(|stmt| is_import_statement(stmt))
-        .count();
-    body.get(first + run - 1)
 }
