@@ -781,21 +781,24 @@ fn fit_writer_callbacks(
 /// rank waits for the others there.
 pub fn is_horovod_collective(call: &ast::ExprCall) -> bool {
     dotted_name(&call.func).is_some_and(|name| {
-        let last = name.rsplit('.').next().unwrap_or_default();
-        name.contains('.')
-            && matches!(
-                last,
-                "allreduce"
-                    | "barrier"
-                    | "join"
-                    | "broadcast"
-                    | "broadcast_object"
-                    | "allgather"
-                    | "allgather_object"
-                    | "broadcast_variables"
-            )
-            || name.ends_with(".run") && name.contains("barrier")
-    })
+        let (receiver, last) = name.rsplit_once('.').unwrap_or_default();
+        // `join`, `barrier` and `broadcast` are common method names
+        // (`os.path.join`, `sep.join`, a thread's `join`): only Horovod's.
+        let horovod = receiver
+            .split('.')
+            .next()
+            .is_some_and(|root| root.contains("hvd") || root.contains("horovod"));
+        match last {
+            "allreduce"
+            | "broadcast_object"
+            | "allgather"
+            | "allgather_object"
+            | "broadcast_variables" => !receiver.is_empty(),
+            "barrier" | "join" | "broadcast" => horovod,
+            _ => false,
+        }
+    }) || dotted_name(&call.func)
+        .is_some_and(|name| name.ends_with(".run") && name.contains("barrier"))
 }
 
 /// Whether an effect of a call is on a path of this process alone: one a

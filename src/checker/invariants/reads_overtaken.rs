@@ -5,9 +5,18 @@
 //! and the write. Nothing holds rank 0 back: it may move the files before
 //! another rank has listed them, and that rank then sees fewer, keeps a
 //! different count, and takes a different number of passes (and of any
-//! barrier in them).
+//! barrier in them). Only a read whose result decides how often a rank
+//! meets the others is such a race: a listing used only by rank 0's own
+//! clean-up changes nothing the others do.
+
+use std::collections::HashSet;
+
+use rustpython_parser::ast::{Expr, Stmt};
 
 use crate::analysis::effects::{self, RankZeroWrites};
+use crate::analysis::walk::{
+    for_each_statement, target_names, walk_expression, walk_statement_expressions,
+};
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Program, Verdict};
 use crate::python::parse::span;
@@ -24,6 +33,11 @@ pub(super) fn read_overtaken_in_loop(program: &Program, call: &ScopedCall) -> Op
     }
     let read_tokens =
         effects::read_path_tokens(program.analysis, module, call.scope_index, call.site.call)?;
+    // What was read matters only where it decides how often every rank
+    // meets the others (a barrier per listed file).
+    if !steers_collectives(program, call, looped) {
+        return None;
+    }
     let within = span(*looped);
     let read_end = span(call.site.statement).end;
     let mut later: Vec<_> = call
@@ -67,4 +81,78 @@ pub(super) fn read_overtaken_in_loop(program: &Program, call: &ScopedCall) -> Op
         );
     }
     None
+}
+
+/// Whether what the read returns (the names it is bound to, and names made
+/// from them in the loop) decides a loop or test, run on every rank, whose
+/// body issues a Horovod collective.
+fn steers_collectives(program: &Program, call: &ScopedCall, looped: &Stmt) -> bool {
+    let index = &program.module.index;
+    let read = span(call.site.call);
+    let holds_read = |expr: &Expr| {
+        let at = span(expr);
+        at.start <= read.start && read.end <= at.end
+    };
+    let mut read_into: HashSet<String> = HashSet::new();
+    let mut steering: Vec<(&Expr, &[Stmt], &Stmt)> = Vec::new();
+    for_each_statement(
+        std::slice::from_ref(looped),
+        false,
+        &mut |statement| match statement {
+            Stmt::Assign(node) if holds_read(&node.value) => {
+                for target in &node.targets {
+                    read_into.extend(target_names(target).into_iter().map(str::to_string));
+                }
+            }
+            Stmt::For(node) => {
+                if holds_read(&node.iter) {
+                    read_into.extend(target_names(&node.target).into_iter().map(str::to_string));
+                }
+                steering.push((&node.iter, &node.body, statement));
+            }
+            Stmt::While(node) => steering.push((&node.test, &node.body, statement)),
+            Stmt::If(node) => steering.push((&node.test, &node.body, statement)),
+            _ => {}
+        },
+    );
+    // Names made from what was read (`val_files = files[-n:]`).
+    let inside = span(looped);
+    loop {
+        let before = read_into.len();
+        for assignment in &call.scope.facts.assignments {
+            let at = span(assignment.statement);
+            if inside.start <= at.start
+                && at.end <= inside.end
+                && reads_any(assignment.value, &read_into)
+            {
+                read_into.insert(assignment.name.clone());
+            }
+        }
+        if read_into.len() == before {
+            break;
+        }
+    }
+    steering.into_iter().any(|(decider, body, statement)| {
+        (holds_read(decider) || reads_any(decider, &read_into))
+            && !index.is_under_rank_zero(&span(statement))
+            && issues_collective(body)
+    })
+}
+
+fn reads_any(expr: &Expr, names: &HashSet<String>) -> bool {
+    let mut found = false;
+    walk_expression(expr, &mut |inner| {
+        found |= matches!(inner, Expr::Name(name) if names.contains(name.id.as_str()));
+    });
+    found
+}
+
+fn issues_collective(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_statement(body, false, &mut |statement| {
+        walk_statement_expressions(statement, &mut |expr| {
+            found |= matches!(expr, Expr::Call(call) if effects::is_horovod_collective(call));
+        });
+    });
+    found
 }

@@ -77,6 +77,14 @@ fn files_moved_on_rank_zero_while_every_rank_lists_them() {
                 Verdict::Proven,
                 &program("    hvd.allreduce(0, name='listed')\n"),
             ),
+            (
+                "old files listed on every rank, removed and written by rank 0 alone",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    "import os\nimport shutil\nfor epoch in range(3):\n    model.fit(ds, epochs=1)\n    for old in os.listdir('out'):\n        if hvd.rank() == 0:\n            shutil.rmtree(os.path.join('out', old))\n    if hvd.rank() == 0:\n        model.save_weights(os.path.join('out', 'weights-%d' % epoch))\n",
+                ),
+            ),
         ],
     );
 }
