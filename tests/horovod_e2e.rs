@@ -158,6 +158,7 @@ e2e_cases!(
     keras_string_optimizer,
     keras_model_from_module,
     keras_callbacks,
+    keras_checkpoints_reloaded_in_a_loop,
     tape_loop,
     tape_tf_function,
     tape_manual_variables,

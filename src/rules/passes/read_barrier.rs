@@ -4,9 +4,10 @@
 //! has written it: everyone waits for rank 0 before the read.
 //!
 //! Input: every scope's calls, the catalogue, the effect summaries. Output:
-//! a barrier before each such read, with DST129. Reads inside a loop are
-//! left alone (a barrier there would have to run as often on every rank);
-//! the checker reports them.
+//! a barrier before each such read, with DST129. A read inside a loop of
+//! what was written before the loop waits before the loop; one of what the
+//! loop itself writes is left alone (a barrier there would have to run as
+//! often on every rank), and the checker reports it.
 
 use crate::analysis::effects::{RankZeroWrites, read_before_rank_zero_write};
 use crate::diagnostics::{Code, Diagnostic, Severity};
@@ -36,7 +37,6 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             let statement = span(site.statement);
             let runs_before_init = scope.function.is_none() && statement.start < initialised_at;
             if runs_before_init
-                || !site.enclosing_loops.is_empty()
                 || waited_before.contains(&statement.start)
                 || module.index.is_in_launcher(&statement)
                 || !rewrite.owns_its_lines(&statement)
@@ -52,6 +52,17 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             ) else {
                 continue;
             };
+            // A read in a loop waits once, before the outermost loop, for a
+            // write made before that loop; a write in the loop would need a
+            // barrier as often on every rank, which the checker reports.
+            let statement = match site.enclosing_loops.first().map(|looped| span(*looped)) {
+                None => statement,
+                Some(looped) if written < looped.start => looped,
+                Some(_) => continue,
+            };
+            if waited_before.contains(&statement.start) {
+                continue;
+            }
             // A barrier this pass put before an earlier read of the same
             // write covers every later statement of the block holding it.
             let key = (index, written, write.clone());
