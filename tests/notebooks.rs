@@ -648,6 +648,30 @@ fn files_prepared_before_the_tensorflow_import_get_the_init_above_them() {
     );
 }
 
+/// A module the notebook fetches while it runs is no file of the package:
+/// what its functions write cannot be seen, so a call of one on every rank
+/// holds the rewrite back.
+#[test]
+fn a_helper_module_fetched_at_run_time_holds_the_rewrite_back() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cells = [
+        "import numpy as np\nimport tensorflow as tf",
+        "!wget -q https://example.com/extras/helpers.py",
+        "from helpers import unzip_data\nunzip_data('data.zip')\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32)",
+    ];
+    write_code_cells(scratch.path(), &cells);
+    let run = distribute(&["diff", "--root", "."], scratch.path());
+    assert!(
+        run.stdout.contains(
+            "`unzip_data` at cell 3, line 2 comes from `helpers`, a module the notebook fetches while it runs"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("+import horovod"), "{}", run.stdout);
+}
+
 #[test]
 fn the_init_block_follows_the_first_keras_imports_not_a_late_cell_import() {
     let scratch = tempfile::tempdir().unwrap();
@@ -703,20 +727,20 @@ fn a_read_after_a_rank_zero_write_names_the_writes_cell_and_line() {
 
 #[test]
 fn a_read_left_without_a_barrier_names_the_users_cell_of_the_write() {
-    // The read is in a loop, where the rewrite adds no barrier: the checker
-    // names the write where the user wrote it, not where the rewritten text
-    // (with the init block added above it) has it.
+    // The read is in the loop that writes, where the rewrite adds no
+    // barrier: the checker names the write where the user wrote it, not
+    // where the rewritten text (with the init block added above it) has it.
     let scratch = tempfile::tempdir().unwrap();
     let cells = [
         "import numpy as np\nimport tensorflow as tf\nx = np.random.rand(256, 4).astype('float32')\ny = x.sum(axis=1)",
-        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4, batch_size=32, callbacks=[tf.keras.callbacks.ModelCheckpoint('best.h5')])",
-        "for attempt in range(2):\n    best = tf.keras.models.load_model('best.h5')",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')",
+        "for attempt in range(2):\n    model.fit(x, y, epochs=4, batch_size=32, callbacks=[tf.keras.callbacks.ModelCheckpoint('best.h5')])\n    best = tf.keras.models.load_model('best.h5')",
     ];
     write_code_cells(scratch.path(), &cells);
     let run = distribute(&["check", "--root", "."], scratch.path());
     assert!(
         run.stdout.contains(
-            "the read at cell 3, line 2 runs on every rank after `model.fit` (cell 2, line 3) wrote on rank 0 only"
+            "the read at cell 3, line 3 runs on every rank after `model.fit` (cell 3, line 2) wrote on rank 0 only"
         ),
         "{}",
         run.stdout

@@ -596,7 +596,15 @@ fn rank_zero_write(
     // Writes the rewrite guards in this scope get their wait from the rank-0
     // pass, right after them.
     if guarded {
-        let entry = of_call(analysis, module, scope_index, site.call).entry();
+        let known = of_call(analysis, module, scope_index, site.call);
+        // A write known by its name only (`model.save('m.keras')` of a
+        // model the index cannot type) writes its first argument.
+        if let Known::ByName(rule) = &known
+            && matches!(rule.effect, Effect::Writes { .. } | Effect::SavesCheckpoint)
+        {
+            return Some(site.call.args.first().map(path_tokens).unwrap_or_default());
+        }
+        let entry = known.entry();
         if let Some(effect) = entry.and_then(|entry| {
             entry.find(|effect| {
                 matches!(effect, Effect::Writes { .. } | Effect::SavesCheckpoint)

@@ -11,6 +11,7 @@ mod conditional_steps;
 mod data_differs;
 mod device_pinned;
 pub mod facts;
+mod fetched_modules;
 mod gradients_averaged;
 mod init_before_use;
 mod only_training;

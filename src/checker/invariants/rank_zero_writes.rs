@@ -44,6 +44,7 @@ impl Invariant for RankZeroWrites {
         }
         let calls = program.calls();
         let mut decisions = shell_writes(program);
+        decisions.extend(super::fetched_modules::calls_into_fetched_modules(program));
         for call in calls {
             if program.runs_on_rank_zero_only(call.scope, call.site)
                 || effect_summaries::race_is_handled(

@@ -35,7 +35,8 @@ pub(super) fn read_overtaken_in_loop(program: &Program, call: &ScopedCall) -> Op
         effects::read_path_tokens(program.analysis, module, call.scope_index, call.site.call)?;
     // What was read matters only where it decides how often every rank
     // meets the others (a barrier per listed file).
-    if !steers_collectives(program, call, looped) {
+    let read_into = names_read_into(call, looped);
+    if !steers_collectives(program, call, looped, &read_into) {
         return None;
     }
     let within = span(*looped);
@@ -64,7 +65,15 @@ pub(super) fn read_overtaken_in_loop(program: &Program, call: &ScopedCall) -> Op
         ) else {
             continue;
         };
-        if !effects::paths_related(&read_tokens, &tokens) {
+        // A path built from the same names, or a file the read listed
+        // (`shutil.move(t, ...)` for `t` among the listed images).
+        let moves_what_was_listed = site
+            .call
+            .args
+            .iter()
+            .chain(site.call.keywords.iter().map(|keyword| &keyword.value))
+            .any(|argument| reads_any(argument, &read_into));
+        if !effects::paths_related(&read_tokens, &tokens) && !moves_what_was_listed {
             continue;
         }
         let line = program.line(call.range().start);
@@ -83,42 +92,38 @@ pub(super) fn read_overtaken_in_loop(program: &Program, call: &ScopedCall) -> Op
     None
 }
 
-/// Whether what the read returns (the names it is bound to, and names made
-/// from them in the loop) decides a loop or test, run on every rank, whose
-/// body issues a Horovod collective.
-fn steers_collectives(program: &Program, call: &ScopedCall, looped: &Stmt) -> bool {
-    let index = &program.module.index;
+/// The names what the read returns is bound to in the loop, and names made
+/// from them there (`train, val = images[:n], images[n:]`, then `for t in
+/// train`).
+fn names_read_into(call: &ScopedCall, looped: &Stmt) -> HashSet<String> {
     let read = span(call.site.call);
     let holds_read = |expr: &Expr| {
         let at = span(expr);
         at.start <= read.start && read.end <= at.end
     };
-    let mut read_into: HashSet<String> = HashSet::new();
-    let mut steering: Vec<(&Expr, &[Stmt], &Stmt)> = Vec::new();
-    for_each_statement(
-        std::slice::from_ref(looped),
-        false,
-        &mut |statement| match statement {
-            Stmt::Assign(node) if holds_read(&node.value) => {
-                for target in &node.targets {
-                    read_into.extend(target_names(target).into_iter().map(str::to_string));
-                }
-            }
-            Stmt::For(node) => {
-                if holds_read(&node.iter) {
-                    read_into.extend(target_names(&node.target).into_iter().map(str::to_string));
-                }
-                steering.push((&node.iter, &node.body, statement));
-            }
-            Stmt::While(node) => steering.push((&node.test, &node.body, statement)),
-            Stmt::If(node) => steering.push((&node.test, &node.body, statement)),
-            _ => {}
-        },
-    );
-    // Names made from what was read (`val_files = files[-n:]`).
     let inside = span(looped);
+    let mut read_into: HashSet<String> = HashSet::new();
     loop {
         let before = read_into.len();
+        for_each_statement(
+            std::slice::from_ref(looped),
+            false,
+            &mut |statement| match statement {
+                Stmt::Assign(node) if holds_read(&node.value) => {
+                    for target in &node.targets {
+                        read_into.extend(target_names(target).into_iter().map(str::to_string));
+                    }
+                }
+                Stmt::For(node) if holds_read(&node.iter) || reads_any(&node.iter, &read_into) => {
+                    let names: Vec<String> = target_names(&node.target)
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect();
+                    read_into.extend(names);
+                }
+                _ => {}
+            },
+        );
         for assignment in &call.scope.facts.assignments {
             let at = span(assignment.statement);
             if inside.start <= at.start
@@ -129,11 +134,38 @@ fn steers_collectives(program: &Program, call: &ScopedCall, looped: &Stmt) -> bo
             }
         }
         if read_into.len() == before {
-            break;
+            return read_into;
         }
     }
+}
+
+/// Whether what the read returns (`read_into`) decides a loop or test, run
+/// on every rank, whose body issues a Horovod collective.
+fn steers_collectives(
+    program: &Program,
+    call: &ScopedCall,
+    looped: &Stmt,
+    read_into: &HashSet<String>,
+) -> bool {
+    let index = &program.module.index;
+    let read = span(call.site.call);
+    let holds_read = |expr: &Expr| {
+        let at = span(expr);
+        at.start <= read.start && read.end <= at.end
+    };
+    let mut steering: Vec<(&Expr, &[Stmt], &Stmt)> = Vec::new();
+    for_each_statement(
+        std::slice::from_ref(looped),
+        false,
+        &mut |statement| match statement {
+            Stmt::For(node) => steering.push((&node.iter, &node.body, statement)),
+            Stmt::While(node) => steering.push((&node.test, &node.body, statement)),
+            Stmt::If(node) => steering.push((&node.test, &node.body, statement)),
+            _ => {}
+        },
+    );
     steering.into_iter().any(|(decider, body, statement)| {
-        (holds_read(decider) || reads_any(decider, &read_into))
+        (holds_read(decider) || reads_any(decider, read_into))
             && !index.is_under_rank_zero(&span(statement))
             && issues_collective(body)
     })
