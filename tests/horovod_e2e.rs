@@ -82,6 +82,7 @@ e2e_cases!(
     tf1_epochs_of_a_while_walk,
     tf1_sessions_initialised_by_run,
     keras_update_as_episode_ends,
+    keras_writer_callback_from_a_helper,
     tf1_models_in_a_list,
     tf1_nested_step_function,
     tf1_full_batch_with_summaries,

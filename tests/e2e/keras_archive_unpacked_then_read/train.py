@@ -28,4 +28,4 @@ rank = os.environ.get("HOROVOD_RANK", "single")
 with open(os.path.join(os.environ.get("RESULT_DIR", "."), "result-%s.json" % rank), "w") as out:
     json.dump({"checksum": checksum, "steps": int(model.optimizer.iterations.numpy()),
                "rate": float(tf.keras.backend.get_value(model.optimizer.learning_rate)),
-               "loops": [len(parts)]}, out)
+               "loops": {"parts": len(parts)}}, out)

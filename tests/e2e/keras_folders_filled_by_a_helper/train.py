@@ -56,4 +56,4 @@ rate = float(tf.keras.backend.get_value(model.optimizer.learning_rate))
 out_dir = os.environ.get("RESULT_DIR", ".")
 rank = os.environ.get("HOROVOD_RANK", "single")
 with open(os.path.join(out_dir, "result-%s.json" % rank), "w") as f:
-    json.dump({"checksum": total, "steps": steps, "rate": rate, "loops": [copied]}, f)
+    json.dump({"checksum": total, "steps": steps, "rate": rate, "loops": {"copied": copied}}, f)

@@ -295,24 +295,56 @@ pub(super) fn keep_writers_on_rank_zero(
 }
 
 /// A file-writing callback made here, or held in a name assigned one
-/// (`checkpoint_cb = ModelCheckpoint(...)`).
+/// (`checkpoint_cb = ModelCheckpoint(...)`), or returned by a function of
+/// this module that makes one.
 pub(super) fn is_writer_callback(rewrite: &ModuleRewrite, scope: &Scope, element: &Expr) -> bool {
+    made_writer_callback(rewrite, scope, element).is_some_and(|(made, call)| {
+        made || rewrite
+            .callee(scope, &call.func)
+            .is_some_and(|callee| returns_writer_callback(rewrite, &callee))
+    })
+}
+
+/// Whether `element` (a call, or a name assigned one) makes a file-writing
+/// callback, with the call; `None` when it is no call.
+fn made_writer_callback<'e>(
+    rewrite: &ModuleRewrite<'e>,
+    scope: &Scope,
+    element: &'e Expr,
+) -> Option<(bool, &'e ast::ExprCall)> {
     let value = match element {
-        Expr::Name(_) => match rewrite.assignment_of(element) {
-            Some(assignment) => assignment.value,
-            None => return false,
-        },
+        Expr::Name(_) => rewrite.assignment_of(element)?.value,
         other => other,
     };
     let Expr::Call(call) = value else {
-        return false;
+        return None;
     };
-    matches!(
+    let made = matches!(
         rewrite.library_class_of_call(scope, call),
         Some(LibraryClass::Callback { writes_files: true })
     ) || rewrite
         .callee(scope, &call.func)
-        .is_some_and(|class| is_writer_callback_class(rewrite, &class))
+        .is_some_and(|class| is_writer_callback_class(rewrite, &class));
+    Some((made, call))
+}
+
+/// A function of this module that returns a file-writing callback it makes
+/// (`def create_tensorboard_callback(dir): ...; return
+/// tf.keras.callbacks.TensorBoard(log_dir=...)`): what it returns writes.
+fn returns_writer_callback(rewrite: &ModuleRewrite, function: &str) -> bool {
+    rewrite
+        .module
+        .scopes
+        .iter()
+        .filter(|scope| scope.function.is_some() && scope.qualified_name == function)
+        .any(|scope| {
+            scope.facts.statements.iter().any(|statement| {
+                matches!(statement, Stmt::Return(node)
+                if node.value.as_deref().is_some_and(|value| {
+                    made_writer_callback(rewrite, scope, value).is_some_and(|(made, _)| made)
+                }))
+            })
+        })
 }
 
 /// A callback class of the package whose methods write files (an
