@@ -458,18 +458,6 @@ pub fn paths_related(read: &[String], written: &[String]) -> bool {
     read.is_empty() || written.is_empty() || written.iter().any(|token| read.contains(token))
 }
 
-/// The names the path is built from of a write rank 0 alone makes at
-/// `site` (empty: any path), when it makes one.
-pub fn rank_zero_write_tokens(
-    analysis: &Analysis,
-    module: &ModuleAnalysis,
-    scope_index: usize,
-    site: &CallSite,
-    which: RankZeroWrites,
-) -> Option<Vec<String>> {
-    rank_zero_write(analysis, module, scope_index, site, which)
-}
-
 /// Whether two statements sit in different branches of one `if` (a cached
 /// file written in one, read in the other): one pass runs only one of them.
 fn in_other_branch(scope: &Scope, first: &ast::Stmt, second: &ast::Stmt) -> bool {
@@ -583,8 +571,8 @@ fn tokens_at_call(
 }
 
 /// The path tokens of a write rank 0 alone makes at this call, directly or
-/// through a package function.
-fn rank_zero_write(
+/// through a package function (empty: any path).
+pub fn rank_zero_write(
     analysis: &Analysis,
     module: &ModuleAnalysis,
     scope_index: usize,

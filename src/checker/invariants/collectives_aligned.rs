@@ -519,14 +519,22 @@ fn drawn_at_random(
     scope: &crate::analysis::training::Scope,
     iterable: &Expr,
 ) -> Option<std::ops::Range<usize>> {
-    let draws: Vec<std::ops::Range<usize>> = program
+    let draws = random_draws(program, scope);
+    drawn_into(scope, &draws, iterable, span(iterable).start, 0)
+}
+
+/// Where the calls of `scope` that draw at random are.
+pub(super) fn random_draws(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+) -> Vec<std::ops::Range<usize>> {
+    program
         .calls()
         .iter()
         .filter(|call| std::ptr::eq(call.scope, scope))
         .filter(|call| call.callee.as_deref().is_some_and(library::draws_at_random))
         .map(|call| call.range())
-        .collect();
-    drawn_into(scope, &draws, iterable, span(iterable).start, 0)
+        .collect()
 }
 
 /// A draw `expr` reads, directly or through the last assignment before `at`

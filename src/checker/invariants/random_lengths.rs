@@ -10,7 +10,6 @@ use std::ops::Range;
 
 use rustpython_parser::ast::Expr;
 
-use crate::analysis::library;
 use crate::analysis::training::Scope;
 use crate::analysis::walk::walk_expression;
 use crate::checker::{Decision, Program, Verdict};
@@ -29,13 +28,7 @@ pub(super) fn loop_over_randomly_filtered(
     iterable: &Expr,
     line: usize,
 ) -> Option<Decision> {
-    let draws: Vec<Range<usize>> = program
-        .calls()
-        .iter()
-        .filter(|call| std::ptr::eq(call.scope, scope))
-        .filter(|call| call.callee.as_deref().is_some_and(library::draws_at_random))
-        .map(|call| call.range())
-        .collect();
+    let draws = super::collectives_aligned::random_draws(program, scope);
     if draws.is_empty() {
         return None;
     }

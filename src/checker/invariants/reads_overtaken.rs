@@ -56,7 +56,7 @@ pub(super) fn read_overtaken_in_loop(program: &Program, call: &ScopedCall) -> Op
         if effects::is_horovod_collective(site.call) {
             return None;
         }
-        let Some(tokens) = effects::rank_zero_write_tokens(
+        let Some(tokens) = effects::rank_zero_write(
             program.analysis,
             module,
             call.scope_index,
@@ -96,11 +96,7 @@ pub(super) fn read_overtaken_in_loop(program: &Program, call: &ScopedCall) -> Op
 /// from them there (`train, val = images[:n], images[n:]`, then `for t in
 /// train`).
 fn names_read_into(call: &ScopedCall, looped: &Stmt) -> HashSet<String> {
-    let read = span(call.site.call);
-    let holds_read = |expr: &Expr| {
-        let at = span(expr);
-        at.start <= read.start && read.end <= at.end
-    };
+    let holds_read = |expr: &Expr| holds(expr, &span(call.site.call));
     let inside = span(looped);
     let mut read_into: HashSet<String> = HashSet::new();
     loop {
@@ -148,11 +144,7 @@ fn steers_collectives(
     read_into: &HashSet<String>,
 ) -> bool {
     let index = &program.module.index;
-    let read = span(call.site.call);
-    let holds_read = |expr: &Expr| {
-        let at = span(expr);
-        at.start <= read.start && read.end <= at.end
-    };
+    let holds_read = |expr: &Expr| holds(expr, &span(call.site.call));
     let mut steering: Vec<(&Expr, &[Stmt], &Stmt)> = Vec::new();
     for_each_statement(
         std::slice::from_ref(looped),
@@ -187,4 +179,10 @@ fn issues_collective(body: &[Stmt]) -> bool {
         });
     });
     found
+}
+
+/// Whether `expr` spans the range `inner`.
+fn holds(expr: &Expr, inner: &std::ops::Range<usize>) -> bool {
+    let at = span(expr);
+    at.start <= inner.start && inner.end <= at.end
 }
