@@ -1052,3 +1052,28 @@ pub fn package_function_draws(
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_horovod_collective;
+    use rustpython_parser::{Parse, ast};
+
+    fn collective(code: &str) -> bool {
+        let expr = ast::Expr::parse(code, "<test>").unwrap();
+        let ast::Expr::Call(call) = expr else {
+            panic!("not a call: {code}")
+        };
+        is_horovod_collective(&call)
+    }
+
+    #[test]
+    fn only_horovod_joins_and_barriers_are_collectives() {
+        assert!(collective("hvd.allreduce(0, name='b')"));
+        assert!(collective("hvd.join()"));
+        assert!(collective("horovod_tf.barrier()"));
+        assert!(collective("barrier.run(hvd.allreduce(x))"));
+        assert!(!collective("os.path.join('a', 'b')"));
+        assert!(!collective("worker.join()"));
+        assert!(!collective("np.broadcast(a, b)"));
+    }
+}
