@@ -32,6 +32,9 @@ pub struct Module {
     pub bindings: Bindings,
     /// Start offsets of top-level definitions, by name.
     definitions: HashMap<String, usize>,
+    /// End offsets of top-level assignments that bind a defined name again
+    /// (`model = model(inputs)` after `def model(...)`), by name.
+    rebindings: HashMap<String, Vec<usize>>,
     /// The package modules it imports, found once (loading follows them, and
     /// a changed module's dependents are found through them).
     pub imports: Vec<String>,
@@ -77,6 +80,7 @@ impl Module {
             body,
             bindings: Bindings::default(),
             definitions: HashMap::new(),
+            rebindings: HashMap::new(),
             imports: Vec::new(),
             parsed_pieces: Vec::new(),
         };
@@ -91,6 +95,23 @@ impl Module {
     /// A class or function defined at the top level (also inside top-level `if`/`try`).
     pub fn definition(&self, name: &str) -> Option<&Stmt> {
         let start = *self.definitions.get(name)?;
+        find_statement_starting_at(&self.body, start)
+    }
+
+    /// The definition a use of `name` at offset `at` refers to: none once a
+    /// top-level assignment has bound the name to something else (the name
+    /// then holds what the factory returned). A use inside a function, with
+    /// no offset, runs after the top level has bound it: any such
+    /// assignment after the definition hides it.
+    pub fn definition_at(&self, name: &str, at: Option<usize>) -> Option<&Stmt> {
+        let start = *self.definitions.get(name)?;
+        let rebound = self.rebindings.get(name).is_some_and(|ends| {
+            ends.iter()
+                .any(|&end| end > start && at.is_none_or(|at| end <= at))
+        });
+        if rebound {
+            return None;
+        }
         find_statement_starting_at(&self.body, start)
     }
 
@@ -109,7 +130,23 @@ impl Module {
                 .entry(name.to_string())
                 .or_insert(crate::python::parse::span(stmt).start);
         });
+        let mut rebindings: HashMap<String, Vec<usize>> = HashMap::new();
+        super::walk::for_each_statement(&self.body, false, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt {
+                for target in &assign.targets {
+                    if let ast::Expr::Name(name) = target
+                        && definitions.contains_key(name.id.as_str())
+                    {
+                        rebindings
+                            .entry(name.id.to_string())
+                            .or_default()
+                            .push(crate::python::parse::span(stmt).end);
+                    }
+                }
+            }
+        });
         self.definitions = definitions;
+        self.rebindings = rebindings;
     }
 
     pub fn context<'a>(&'a self, package_modules: &'a ModuleIndex) -> ModuleContext<'a> {

@@ -227,8 +227,13 @@ fn resolve_callee(
         return Some(method);
     }
     let first = name.split('.').next()?;
+    // At the top level, the binding the name holds where it is used.
+    let at = scope
+        .function
+        .is_none()
+        .then(|| crate::python::parse::span(func).start);
     module
-        .definition(first)
+        .definition_at(first, at)
         .map(|_| package.final_name(&format!("{}.{name}", module.name)))
 }
 
