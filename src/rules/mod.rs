@@ -9,6 +9,7 @@ pub mod context;
 pub mod edit_builders;
 pub mod importer;
 pub mod init_position;
+pub mod keras_runtime;
 pub mod passes;
 pub mod patterns;
 pub mod registry;

@@ -7,7 +7,6 @@
 
 use rustpython_parser::ast::{self, Expr, Stmt};
 
-use crate::analysis::{keras_version, library};
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::{span, span_with_decorators};
 use crate::rules::BROADCAST_PLACEMENT;
@@ -44,14 +43,16 @@ pub fn place_broadcast(
     let hvd = horovod.to_string();
     let flag = rewrite.fresh(&["broadcast_done", "hvd_broadcast_done"]);
     let unit = rewrite.stylist.indent_unit.clone();
-    let keras_3 = uses_keras_3(rewrite);
-    // tf.keras 2 optimizers expose `variables()` (a method, or a callable list since Keras 2.11); Keras 3 a property.
+    let form = optimizer_variables_form(rewrite);
     let mut broadcasts: Vec<String> = Vec::new();
     for target in targets {
-        let optimizer_variables = if keras_3 {
-            format!("{}.variables", target.optimizer)
-        } else {
-            format!("{}.variables()", target.optimizer)
+        let optimizer = &target.optimizer;
+        let optimizer_variables = match form {
+            VariablesForm::Method => format!("{optimizer}.variables()"),
+            VariablesForm::Property => format!("{optimizer}.variables"),
+            VariablesForm::Either => format!(
+                "{optimizer}.variables() if callable({optimizer}.variables) else {optimizer}.variables"
+            ),
         };
         for variables in [target.variables.clone(), optimizer_variables] {
             let line = format!("{unit}{hvd}.broadcast_variables({variables}, root_rank=0)");
@@ -113,15 +114,24 @@ pub fn place_broadcast(
     rewrite.diagnose(Diagnostic::new(BROADCAST_PLACEMENT, span(after), how));
 }
 
-/// Standalone Keras 3, whose optimizers expose `variables` as a property.
-fn uses_keras_3(rewrite: &ModuleRewrite) -> bool {
-    let module = rewrite.module.module;
-    let imports_keras = module
-        .bindings
-        .iter()
-        .any(|(_, binding)| library::is_standalone_keras(&binding.qualified));
-    let generation = keras_version::generation_of(rewrite.analysis.keras_pin.as_ref(), module);
-    imports_keras && matches!(generation, keras_version::KerasGeneration::Three { .. })
+/// How an optimizer's variables are read: Keras 2 optimizers expose
+/// `variables()` (a method, or a callable list since Keras 2.11), Keras 3 a
+/// property holding a list, which cannot be called.
+#[derive(Clone, Copy)]
+enum VariablesForm {
+    Method,
+    Property,
+    /// The program does not say which Keras `tf.keras` is (TensorFlow 2.16
+    /// and later ship Keras 3): a form both accept.
+    Either,
+}
+
+fn optimizer_variables_form(rewrite: &ModuleRewrite) -> VariablesForm {
+    match crate::rules::keras_runtime::known_generation(rewrite) {
+        Some(crate::rules::keras_runtime::Generation::Two) => VariablesForm::Method,
+        Some(crate::rules::keras_runtime::Generation::Three) => VariablesForm::Property,
+        None => VariablesForm::Either,
+    }
 }
 
 /// Sets the broadcast flag to False where it runs once per job: before the
