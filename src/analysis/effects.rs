@@ -910,6 +910,29 @@ fn parameter_passed_from_rank(module: &ModuleAnalysis, scope_index: usize, expr:
         })
 }
 
+/// What each call in the module of a scope's function passes for one of
+/// its parameters, with the calling scope's index and the call.
+pub fn arguments_for_parameter<'m>(
+    module: &'m ModuleAnalysis,
+    scope_index: usize,
+    parameter: &str,
+) -> Vec<(usize, &'m CallSite<'m>, &'m Expr)> {
+    let Some(declared) = module.scopes[scope_index]
+        .parameters
+        .iter()
+        .position(|name| name == parameter)
+    else {
+        return Vec::new();
+    };
+    calls_of_function(module, scope_index)
+        .into_iter()
+        .filter_map(|(index, site, skipped)| {
+            let position = declared.checked_sub(skipped)?;
+            Some((index, site, argument_for(site.call, parameter, position)?))
+        })
+        .collect()
+}
+
 /// The calls in the module of a scope's function, each with the calling
 /// scope and how many leading parameters the call does not pass: a function
 /// called by its name (none), a method called through `self` from its own

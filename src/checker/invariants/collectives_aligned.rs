@@ -145,6 +145,7 @@ impl Invariant for CollectivesAligned {
         }
         on_rank_zero.extend(self.loop_exits(program));
         on_rank_zero.extend(uneven_shards(program));
+        on_rank_zero.extend(super::random_lengths::rows_kept_at_random(program));
         on_rank_zero
     }
 }

@@ -563,7 +563,7 @@ fn returns_shuffled_pipeline(
 /// for NumPy draws and scikit-learn's split, Python's for `random`;
 /// TensorFlow's seeds neither; any other (Keras' `set_random_seed` seeds
 /// them all) is taken to.
-fn seeds_generator_of(seed: &ScopedCall, split: &ScopedCall) -> bool {
+pub(super) fn seeds_generator_of(seed: &ScopedCall, split: &ScopedCall) -> bool {
     let seeder = seed.callee.as_deref().unwrap_or_default();
     let drawer = split.callee.as_deref().unwrap_or_default();
     let numpy_split = drawer.starts_with("numpy.random.") || drawer.ends_with("train_test_split");
@@ -578,7 +578,7 @@ fn seeds_generator_of(seed: &ScopedCall, split: &ScopedCall) -> bool {
 }
 
 /// A seed computed from `hvd.rank()`.
-fn seeds_by_rank(program: &Program, call: &ScopedCall) -> bool {
+pub(super) fn seeds_by_rank(program: &Program, call: &ScopedCall) -> bool {
     let arguments = call.site.call.args.iter();
     let keywords = call.site.call.keywords.iter().map(|keyword| &keyword.value);
     arguments
@@ -588,7 +588,7 @@ fn seeds_by_rank(program: &Program, call: &ScopedCall) -> bool {
 
 /// A call the catalogue says seeds a random generator (a global one, or
 /// the graph's of an Estimator's `RunConfig(tf_random_seed=...)`).
-fn is_seeding(program: &Program, call: &ScopedCall) -> bool {
+pub(super) fn is_seeding(program: &Program, call: &ScopedCall) -> bool {
     program.known(call).entry().is_some_and(|entry| {
         entry.effects.iter().any(|effect| match effect {
             crate::analysis::catalogue::Effect::Seeds => true,

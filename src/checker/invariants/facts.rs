@@ -255,6 +255,31 @@ pub fn applies_helper(call: &ast::ExprCall, helpers: &[&str]) -> bool {
         && matches!(call.args.as_slice(), [Expr::Name(name)] if helpers.contains(&name.id.as_str()))
 }
 
+/// The module functions that take a worker's share of rows
+/// (`rank_rows(rows)`: one parameter, sliced by rank and worker count).
+pub fn row_share_helpers<'p>(program: &Program<'p>) -> Vec<&'p str> {
+    program
+        .module
+        .scopes
+        .iter()
+        .filter(|scope| {
+            scope.function.is_some() && scope.parent == Some(0) && scope.parameters.len() == 1
+        })
+        .filter(|scope| {
+            let mut shares = false;
+            for statement in &scope.facts.statements {
+                crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| {
+                    shares |= matches!(expr, Expr::Subscript(subscript)
+                        if matches!(subscript.value.as_ref(), Expr::Name(name) if name.id.as_str() == scope.parameters[0])
+                            && is_share_by_rank(program, scope, &subscript.slice));
+                });
+            }
+            shares
+        })
+        .map(|scope| scope.name())
+        .collect()
+}
+
 /// Whether the module, or a package module it imports, takes an optimizer
 /// step: a program that takes none trains nothing (analysis, inference).
 pub fn takes_optimizer_steps(program: &Program) -> bool {

@@ -99,26 +99,7 @@ impl Invariant for WorkSplit {
 /// get_features(train_dataset)` where `train_dataset` is sharded): the rows
 /// are this worker's already, and it keeps 1/N² of the data.
 fn rows_of_a_shard_shared_again(program: &Program, shard_helpers: &[&str]) -> Vec<Decision> {
-    let row_helpers: Vec<&str> = program
-        .module
-        .scopes
-        .iter()
-        .filter(|scope| {
-            scope.function.is_some() && scope.parent == Some(0) && scope.parameters.len() == 1
-        })
-        .filter(|scope| {
-            let mut shares = false;
-            for statement in &scope.facts.statements {
-                crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| {
-                    shares |= matches!(expr, Expr::Subscript(subscript)
-                        if matches!(subscript.value.as_ref(), Expr::Name(name) if name.id.as_str() == scope.parameters[0])
-                            && super::facts::is_share_by_rank(program, scope, &subscript.slice));
-                });
-            }
-            shares
-        })
-        .map(|scope| scope.name())
-        .collect();
+    let row_helpers = super::facts::row_share_helpers(program);
     let mut decisions = Vec::new();
     for call in program.calls() {
         let Expr::Name(called) = call.site.call.func.as_ref() else {
