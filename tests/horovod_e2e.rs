@@ -91,6 +91,7 @@ e2e_cases!(
     tf1_initializer_global_run_in_function,
     tf1_model_init_op_attribute,
     keras_series_helper_two_fits,
+    keras_archive_fetched_with_extract,
     keras_archive_unpacked_then_read,
     keras_class_builds_own_model,
     keras_loaded_splits_sharded,

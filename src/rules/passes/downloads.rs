@@ -101,12 +101,22 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 false => None,
             };
             match download {
-                Download::SkipsWhatIsThere => download_on_rank_zero_first(
-                    rewrite,
-                    statement,
-                    &barrier,
-                    "downloads into storage every worker shares: rank 0 now downloads first and the others wait for it",
-                ),
+                Download::SkipsWhatIsThere => {
+                    let extracted_once = extract_on_rank_zero_only(rewrite, scope, statement);
+                    download_on_rank_zero_first(
+                        rewrite,
+                        statement,
+                        &barrier,
+                        match extracted_once {
+                            true => {
+                                "downloads and extracts into storage every worker shares: rank 0 now downloads and extracts first, the others wait for it, and their own call no longer extracts the archive again over the files being read (`extract=False`; it returns the same path)"
+                            }
+                            false => {
+                                "downloads into storage every worker shares: rank 0 now downloads first and the others wait for it"
+                            }
+                        },
+                    )
+                }
                 Download::HelperSkipsWhatIsThere => download_on_rank_zero_first(
                     rewrite,
                     statement,
@@ -144,6 +154,43 @@ fn downloads(rewrite: &ModuleRewrite, scope: &Scope, statement: &Stmt) -> Option
     }
     catalogued_download(rewrite, scope, statement, call)
         .or_else(|| through_package_function(rewrite, scope, call, 0))
+}
+
+/// A cached download that unpacks its archive each time it is called
+/// (`get_file(..., extract=True)`): the call every rank makes after rank
+/// 0's gets `extract=False`, so that no rank unpacks over files another is
+/// reading. Keras 2's `get_file` returns the archive's path either way (the
+/// Keras 3 one returns the folder it unpacked into, so a module not known
+/// to run Keras 2 keeps its call). Whether the rewrite edited the call.
+fn extract_on_rank_zero_only(rewrite: &mut ModuleRewrite, scope: &Scope, statement: &Stmt) -> bool {
+    let value = match statement {
+        Stmt::Expr(expression) => expression.value.as_ref(),
+        Stmt::Assign(assign) => assign.value.as_ref(),
+        _ => return false,
+    };
+    let Some(call) = called(value) else {
+        return false;
+    };
+    let extracts = rewrite
+        .catalogued_effects(scope, call)
+        .iter()
+        .any(|effect| {
+            matches!(effect, Effect::Downloads { extracts_when: Some(condition), .. }
+            if condition.on(call) == crate::analysis::catalogue::Certainty::Holds)
+        });
+    let Some(keyword) = crate::analysis::walk::keyword(call, "extract") else {
+        return false;
+    };
+    let keras_two = crate::rules::keras_runtime::known_generation(rewrite)
+        == Some(crate::rules::keras_runtime::Generation::Two);
+    if !extracts || !keras_two {
+        return false;
+    }
+    rewrite.edit(crate::python::edit::Edit::replacement(
+        span(&keyword.value),
+        "False",
+    ));
+    true
 }
 
 /// An `if` that tests for a file and downloads it in its body (`if not
