@@ -74,6 +74,7 @@ macro_rules! e2e_cases {
 e2e_cases!(
     keras_optimizer_object,
     keras_model_named_like_its_factory,
+    keras_windows_of_a_series_shuffled,
     keras_notebook_data_before_tensorflow,
     keras_notebook_shell_download,
     tf1_rate_per_optimizer,
