@@ -579,10 +579,12 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
             });
             walk_statement_expressions(stmt, &mut |expr| {
                 if let Expr::Name(name) = expr
+                    && name.ctx == rustpython_parser::ast::ExprContext::Load
                     && training_names
                         .iter()
                         .any(|training| training == name.id.as_str())
                     && !callee_ranges.contains(&span(expr))
+                    && names_the_module_function(module, scope, name.id.as_str(), span(expr).start)
                 {
                     rewrite.sink.diagnostics.push(
                         Diagnostic::new(FUNCTION_PASSED_AS_VALUE, span(expr), format!("`{}` trains a model and is used as a value here; calls through other names are not followed", name.id))
@@ -592,6 +594,36 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
             });
         }
     }
+}
+
+/// Whether `name`, read at `at` in `scope`, is the module's function of
+/// that name: not a parameter or local of the scope or of a function
+/// around it (`def __init__(self, train, test)` reading `train['X']`), nor
+/// a top-level name bound to something else by then.
+fn names_the_module_function(
+    module: &crate::analysis::training::ModuleAnalysis,
+    scope: &Scope,
+    name: &str,
+    at: usize,
+) -> bool {
+    let mut current = Some(scope);
+    while let Some(enclosing) = current.filter(|enclosing| enclosing.function.is_some()) {
+        let local = enclosing
+            .parameters
+            .iter()
+            .any(|parameter| parameter == name)
+            || enclosing
+                .facts
+                .assignments
+                .iter()
+                .any(|assignment| assignment.name == name);
+        if local {
+            return false;
+        }
+        current = enclosing.parent.map(|parent| &module.scopes[parent]);
+    }
+    let top_level_at = scope.function.is_none().then_some(at);
+    module.module.definition_at(name, top_level_at).is_some()
 }
 
 fn assumed_models(rewrite: &mut ModuleRewrite) {
