@@ -145,6 +145,25 @@ impl Shuffling {
             Certainty::Fails
         }
     }
+
+    /// Whether the call shuffles with a seed passed to it: TensorFlow draws
+    /// that order from the seed together with the global one, so a global
+    /// seed made per rank gives each process its own order again.
+    pub fn seeded_order(&self, call: &ast::ExprCall) -> bool {
+        let shuffles = match self.flag.of(call) {
+            None => self.by_default,
+            Some(Expr::Constant(constant)) => match &constant.value {
+                Constant::None => self.by_default,
+                Constant::Bool(flag) => *flag,
+                _ => true,
+            },
+            Some(_) => true,
+        };
+        let seeded = self.seed.of(call).is_some_and(
+            |seed| !matches!(seed, Expr::Constant(constant) if constant.value.is_none()),
+        );
+        shuffles && seeded
+    }
 }
 
 /// At what level sharding a data source is correct.

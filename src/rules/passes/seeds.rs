@@ -30,7 +30,18 @@ pub const SEED_NOT_PER_RANK: Code = Code::new(
     "A fixed seed runs before `hvd.init()`, so every worker draws the same data order and noise.",
 );
 
-pub const CODES: &[Code] = &[SEED_MADE_PER_RANK, SEED_NOT_PER_RANK];
+pub const SEED_KEPT_FOR_SHARDED_ORDER: Code = Code::new(
+    "DST143",
+    "seed-kept-for-sharded-order",
+    Severity::Info,
+    "TensorFlow's global seed stays the same on every worker: a sharded dataset draws its shuffle order from it, and shards of orders that differ would overlap.",
+);
+
+pub const CODES: &[Code] = &[
+    SEED_MADE_PER_RANK,
+    SEED_NOT_PER_RANK,
+    SEED_KEPT_FOR_SHARDED_ORDER,
+];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
     let Some(initialised_at) = rewrite.horovod_initialised_at else {
@@ -74,10 +85,33 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             let seeds_weights = rewrite
                 .callee(scope, &site.call.func)
                 .is_some_and(|callee| callee.starts_with("tensorflow"));
+            if seeds_weights
+                && rewrite.shards_a_seeded_order
+                && seeds_globally(rewrite, scope, site.call)
+            {
+                rewrite.diagnose(Diagnostic::new(
+                    SEED_KEPT_FOR_SHARDED_ORDER,
+                    span(site.call),
+                    format!("the fixed seed `{}` stays the same on every worker: the dataset sharded by rank shuffles with a seed of its own, and TensorFlow draws that order from both seeds, so a seed per rank would give each worker its own order and the shards would overlap; each worker's part of the data differs by the shard", &rewrite.text[span(seed)]),
+                ));
+                continue;
+            }
             make_per_rank(rewrite, site.call, seed, seeds_weights);
         }
     }
     seed_unseeded_split(rewrite, initialised_at);
+}
+
+/// A call that seeds a global generator (`tf.random.set_seed(42)`), not
+/// one op's (`shuffle(..., seed=42)`).
+fn seeds_globally(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    rewrite
+        .catalogued_effects(scope, call)
+        .contains(&crate::analysis::catalogue::Effect::Seeds)
 }
 
 /// A train/test split drawn at the top level, after `hvd.init()`, from a

@@ -51,26 +51,29 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
     if matches!(moved, Some(None)) {
         return false;
     }
-    match own_order(rewrite, &source) {
+    let order = own_order(rewrite, &source);
+    match &order {
         OwnOrder::None => {}
         OwnOrder::TurnedOff(call, flag) => {
-            rewrite.add_keyword(call, &flag, "False");
+            rewrite.add_keyword(call, flag, "False");
             rewrite.diagnose(Diagnostic::new(
                 SOURCE_ORDER_TURNED_OFF,
-                span(call),
+                span(*call),
                 format!("`{}` drew an order of its own in each process, so shards taken by rank would overlap: it now keeps one order (`{flag}=False`) and the shard splits that; shuffle after the shard if the order matters", &rewrite.text[span(call.func.as_ref())]),
             ));
         }
         OwnOrder::Seeded(call, seed) => {
-            rewrite.add_keyword(call, &seed, SHARED_SEED);
+            rewrite.add_keyword(call, seed, SHARED_SEED);
             rewrite.diagnose(Diagnostic::new(
                 SOURCE_ORDER_SEEDED,
-                span(call),
+                span(*call),
                 format!("`{}` drew an order of its own in each process, so shards taken by rank would overlap: it now draws one order, the same in every worker (`{seed}={SHARED_SEED}`), still reshuffled each epoch, and the shard splits that; the order no longer changes from run to run", &rewrite.text[span(call.func.as_ref())]),
             ));
         }
         OwnOrder::Kept => return false,
     }
+    let seeded_order =
+        matches!(order, OwnOrder::Seeded(..)) || shuffles_with_a_seed(rewrite, &source);
     // A package function's result is sharded as it is returned.
     let shard_after = if let Some(Some(continuation)) = moved {
         continuation
@@ -87,7 +90,19 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
         format!(".apply({helper})"),
     ));
     rewrite.data_split_by_rank = true;
+    rewrite.shards_a_seeded_order |= seeded_order;
     true
+}
+
+/// A source that shuffles with a seed passed to it (`seed=42`).
+fn shuffles_with_a_seed(rewrite: &ModuleRewrite, source: &Range<usize>) -> bool {
+    let Some((scope, call)) = source_call(rewrite, source) else {
+        return false;
+    };
+    rewrite
+        .catalogued_effects(scope, call)
+        .iter()
+        .any(|effect| matches!(effect, Effect::DataSource { shuffles: Some(shuffling), .. } if shuffling.seeded_order(call)))
 }
 
 /// `ds.window(size, shift=1)` downstream of a series source, in the scope that
