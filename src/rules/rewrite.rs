@@ -101,10 +101,11 @@ pub struct ModuleRewrite<'a> {
     /// cursor that starts from the rank): seeds then decide only the noise
     /// and the order within a worker's part.
     pub data_split_by_rank: bool,
-    /// A shard taken of a source that shuffles with a seed passed to it
-    /// (or given one by the rewrite): its order depends on TensorFlow's
-    /// global seed too, which must then stay the same on every rank.
-    pub shards_a_seeded_order: bool,
+    /// Where sources that shuffle with a seed passed to them (or given one
+    /// by the rewrite) are called, when the rewrite shards them: their
+    /// order depends on TensorFlow's global seed set before them too,
+    /// which must then stay the same on every rank.
+    pub seeded_orders_sharded: Vec<usize>,
     /// Training loops whose work the rewrite tried to split, and those of
     /// them left whole because every step trains on the same full batch: a
     /// module with only the latter draws nothing a seed could make differ.
@@ -198,7 +199,7 @@ impl<'a> ModuleRewrite<'a> {
             early_init_at,
             horovod_initialised_at: None,
             data_split_by_rank: false,
-            shards_a_seeded_order: false,
+            seeded_orders_sharded: Vec::new(),
             loops_seen: 0,
             full_batch_loops: 0,
             first_training_session: None,

@@ -123,14 +123,25 @@ impl Invariant for DataDiffers {
             )
             .with_suggestion("shard the windows, each one example, right after `.window(...)`")];
         }
-        if let Some(shuffled) = shard_of_shuffled_stream(program) {
+        if let Some((shuffled, by_global_seed)) = shard_of_shuffled_stream(program) {
+            let message = match by_global_seed {
+                Some(seed) => format!(
+                    "the shard at line {} takes every N-th element of a stream shuffled before it with a seed of its own, but TensorFlow draws that order from the global seed too, which line {} makes differ by rank: each worker shuffles its own order, so the shards overlap and some data is never seen",
+                    program.line(shuffled.start),
+                    program.line(seed.start)
+                ),
+                None => format!(
+                    "the shard at line {} takes every N-th element of a stream shuffled before it with no fixed seed: each worker shuffles its own order, so the shards overlap and some data is never seen",
+                    program.line(shuffled.start)
+                ),
+            };
             return vec![Decision::new(
                 DATA_DIFFERS,
                 Verdict::Unknown,
                 shuffled.clone(),
-                format!("the shard at line {} takes every N-th element of a stream shuffled before it with no fixed seed: each worker shuffles its own order, so the shards overlap and some data is never seen", program.line(shuffled.start)),
+                message,
             )
-            .with_suggestion("shard right after the source, before any `shuffle`, or give that shuffle a seed every worker shares")];
+            .with_suggestion("shard right after the source, before any `shuffle`, or give that shuffle a seed every worker shares (and a global seed that is the same on every worker)")];
         }
         if let Some(shard) = facts.shards.first() {
             return vec![Decision::new(
@@ -463,8 +474,37 @@ fn source_orders_per_process(program: &Program, call: &rustpython_parser::ast::E
     })
 }
 
-fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>> {
+/// A shard of a stream shuffled before it in each worker's own order: the
+/// shard, and the per-rank global seed that makes a seeded order differ,
+/// when that is why.
+fn shard_of_shuffled_stream(
+    program: &Program,
+) -> Option<(std::ops::Range<usize>, Option<std::ops::Range<usize>>)> {
     let helpers = super::facts::equal_shard_helpers(program);
+    // The global seed TensorFlow combines with an op's own: the last one
+    // set before the op is made.
+    let global_seeds: Vec<&ScopedCall> = program
+        .calls()
+        .iter()
+        .filter(|call| {
+            call.callee
+                .as_deref()
+                .is_some_and(|callee| callee.starts_with("tensorflow"))
+                && program.known(call).entry().is_some_and(|entry| {
+                    entry
+                        .effects
+                        .contains(&crate::analysis::catalogue::Effect::Seeds)
+                })
+        })
+        .collect();
+    let seed_by_rank_before = |call: &rustpython_parser::ast::ExprCall| {
+        global_seeds
+            .iter()
+            .filter(|seed| seed.range().end <= span(call).start)
+            .max_by_key(|seed| seed.range().start)
+            .filter(|seed| seeds_by_rank(program, seed))
+            .map(|seed| seed.range())
+    };
     let shuffles_per_worker =
         |call: &rustpython_parser::ast::ExprCall, scope: &crate::analysis::training::Scope| {
             let seed = crate::analysis::walk::keyword(call, "seed")
@@ -502,22 +542,57 @@ fn shard_of_shuffled_stream(program: &Program) -> Option<std::ops::Range<usize>>
                 }
             }
         }
-        let shuffled = upstream.iter().any(|expr| {
-            let mut found = false;
+        let (mut shuffled, mut by_global_seed) = (false, None);
+        for expr in &upstream {
             walk_expression(expr, &mut |inner| {
                 if let Expr::Call(inner_call) = inner {
-                    found |= shuffles_per_worker(inner_call, call.scope)
+                    shuffled |= shuffles_per_worker(inner_call, call.scope)
                         || source_orders_per_process(program, inner_call)
                         || returns_shuffled_pipeline(program, call.scope, inner_call);
+                    if by_global_seed.is_none() && shuffles_with_a_seed(program, inner_call) {
+                        by_global_seed = seed_by_rank_before(inner_call);
+                    }
                 }
             });
-            found
-        });
+        }
         if shuffled {
-            return Some(call.range());
+            return Some((call.range(), None));
+        }
+        if by_global_seed.is_some() {
+            return Some((call.range(), by_global_seed));
         }
     }
     None
+}
+
+/// A catalogued source that shuffles with a seed passed to it
+/// (`timeseries_dataset_from_array(..., shuffle=True, seed=42)`), or a
+/// `shuffle` given a fixed seed: an order TensorFlow draws from that seed
+/// and the global one together.
+fn shuffles_with_a_seed(program: &Program, call: &rustpython_parser::ast::ExprCall) -> bool {
+    let fixed_shuffle = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "shuffle")
+        && crate::analysis::walk::keyword(call, "seed")
+            .map(|keyword| &keyword.value)
+            .or(call.args.get(1))
+            .is_some_and(
+                |seed| !matches!(seed, Expr::Constant(constant) if constant.value.is_none()),
+            );
+    if fixed_shuffle {
+        return true;
+    }
+    let Some(scoped) = program
+        .calls()
+        .iter()
+        .find(|scoped| scoped.range() == span(call))
+    else {
+        return false;
+    };
+    program.known(scoped).entry().is_some_and(|entry| {
+        entry.effects.iter().any(|effect| {
+            matches!(effect, crate::analysis::catalogue::Effect::DataSource { shuffles: Some(shuffling), .. }
+                if shuffling.seeded_order(call))
+        })
+    })
 }
 
 /// Whether `call` calls a package function whose returned pipeline is

@@ -53,6 +53,27 @@ fn shard_of_a_shuffled_stream() {
                 Verdict::Proven,
                 &program("ds = tf.data.Dataset.range(100).apply(equal_shard).shuffle(100)\n"),
             ),
+            (
+                "windows shuffled with their own seed, under one global seed, then sharded",
+                Verdict::Proven,
+                &program(
+                    "import numpy as np\ntf.random.set_seed(7)\nds = tf.keras.utils.timeseries_dataset_from_array(np.arange(100), None, 10, shuffle=True, seed=3).apply(equal_shard)\n",
+                ),
+            ),
+            (
+                "windows shuffled with their own seed, under a global seed made per rank, then sharded",
+                Verdict::Unknown,
+                &program(
+                    "import numpy as np\ntf.random.set_seed(7 + hvd.rank())\nds = tf.keras.utils.timeseries_dataset_from_array(np.arange(100), None, 10, shuffle=True, seed=3).apply(equal_shard)\n",
+                ),
+            ),
+            (
+                "a stream shuffled with a fixed seed, under a global seed made per rank, then sharded",
+                Verdict::Unknown,
+                &program(
+                    "tf.random.set_seed(7 + hvd.rank())\nds = tf.data.Dataset.range(100).shuffle(100, seed=3).apply(equal_shard)\n",
+                ),
+            ),
         ],
     );
 }

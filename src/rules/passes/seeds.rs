@@ -85,14 +85,11 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             let seeds_weights = rewrite
                 .callee(scope, &site.call.func)
                 .is_some_and(|callee| callee.starts_with("tensorflow"));
-            if seeds_weights
-                && rewrite.shards_a_seeded_order
-                && seeds_globally(rewrite, scope, site.call)
-            {
+            if seeds_weights && orders_a_sharded_source(rewrite, scope, site.call) {
                 rewrite.diagnose(Diagnostic::new(
                     SEED_KEPT_FOR_SHARDED_ORDER,
                     span(site.call),
-                    format!("the fixed seed `{}` stays the same on every worker: the dataset sharded by rank shuffles with a seed of its own, and TensorFlow draws that order from both seeds, so a seed per rank would give each worker its own order and the shards would overlap; each worker's part of the data differs by the shard", &rewrite.text[span(seed)]),
+                    format!("the fixed seed `{}` stays the same on every worker: the dataset sharded by rank shuffles with a seed of its own, and TensorFlow draws that order from both seeds, so a seed per rank would give each worker its own order and the shards would overlap", &rewrite.text[span(seed)]),
                 ));
                 continue;
             }
@@ -102,16 +99,41 @@ pub fn run(rewrite: &mut ModuleRewrite) {
     seed_unseeded_split(rewrite, initialised_at);
 }
 
-/// A call that seeds a global generator (`tf.random.set_seed(42)`), not
-/// one op's (`shuffle(..., seed=42)`).
-fn seeds_globally(
+/// A call that seeds TensorFlow's global generator (`tf.random.set_seed(42)`,
+/// not one op's `shuffle(..., seed=42)`), the last such call before a
+/// sharded source that shuffles with a seed of its own: that source's
+/// order is drawn from both seeds.
+fn orders_a_sharded_source(
     rewrite: &ModuleRewrite,
     scope: &crate::analysis::training::Scope,
     call: &ast::ExprCall,
 ) -> bool {
-    rewrite
-        .catalogued_effects(scope, call)
-        .contains(&crate::analysis::catalogue::Effect::Seeds)
+    let seeds_globally = |scope, call| {
+        rewrite
+            .catalogued_effects(scope, call)
+            .contains(&crate::analysis::catalogue::Effect::Seeds)
+    };
+    if !seeds_globally(scope, call) {
+        return false;
+    }
+    let at = span(call).end;
+    let module = rewrite.module;
+    super::sharding::seeded_orders_sharded(rewrite)
+        .iter()
+        .any(|&source| {
+            source >= at
+                && !module.scopes.iter().any(|other| {
+                    other.facts.calls.iter().any(|site| {
+                        let between = span(site.call);
+                        between.start >= at
+                            && between.end <= source
+                            && rewrite
+                                .callee(other, &site.call.func)
+                                .is_some_and(|callee| callee.starts_with("tensorflow"))
+                            && seeds_globally(other, site.call)
+                    })
+                })
+        })
 }
 
 /// A train/test split drawn at the top level, after `hvd.init()`, from a

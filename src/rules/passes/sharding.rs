@@ -72,8 +72,9 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
         }
         OwnOrder::Kept => return false,
     }
-    let seeded_order =
-        matches!(order, OwnOrder::Seeded(..)) || shuffles_with_a_seed(rewrite, &source);
+    let seeded_order = (matches!(order, OwnOrder::Seeded(..))
+        || shuffles_with_a_seed(rewrite, &source))
+    .then_some(source.start);
     // A package function's result is sharded as it is returned.
     let shard_after = if let Some(Some(continuation)) = moved {
         continuation
@@ -90,8 +91,31 @@ pub fn shard_dataset(rewrite: &mut ModuleRewrite, scope: &Scope, dataset: &Expr)
         format!(".apply({helper})"),
     ));
     rewrite.data_split_by_rank = true;
-    rewrite.shards_a_seeded_order |= seeded_order;
+    rewrite.seeded_orders_sharded.extend(seeded_order);
     true
+}
+
+/// Where sources that shuffle with a seed of their own are sharded right
+/// after the call (`source(..., seed=0).apply(equal_shard)`, as an earlier
+/// run of the rewrite left them): with those the rewrite shards now, the
+/// sources whose order the global seed set before them decides.
+pub fn seeded_orders_sharded(rewrite: &ModuleRewrite) -> Vec<usize> {
+    let mut sources = rewrite.seeded_orders_sharded.clone();
+    for scope in &rewrite.module.scopes {
+        for site in &scope.facts.calls {
+            if let Expr::Attribute(attribute) = site.call.func.as_ref()
+                && matches!(attribute.attr.as_str(), "apply" | "shard")
+                && let Expr::Call(source) = attribute.value.as_ref()
+                && rewrite
+                    .catalogued_effects(scope, source)
+                    .iter()
+                    .any(|effect| matches!(effect, Effect::DataSource { shuffles: Some(shuffling), .. } if shuffling.seeded_order(source)))
+            {
+                sources.push(span(source).start);
+            }
+        }
+    }
+    sources
 }
 
 /// A source that shuffles with a seed passed to it (`seed=42`).
