@@ -78,7 +78,7 @@ pub(super) fn rows_kept_at_random(program: &Program) -> Vec<Decision> {
                 Verdict::Unknown,
                 call.range(),
                 format!(
-                    "the rows shared out by rank at line {line} are kept or dropped by a random draw (line {}), which each rank makes for itself: the ranks hold different numbers of rows and take different numbers of steps, and the one with fewer leaves the others waiting in an allreduce",
+                    "the rows shared out by rank at line {line} are kept or dropped by a random draw (line {}), which each rank makes for itself: each rank shares out rows of its own draw, so the shares overlap (rows one rank trains on may be another's held-out rows), and when the ranks keep different numbers of rows they may take different numbers of steps, the one with fewer leaving the others waiting in an allreduce",
                     program.line(draw.start)
                 ),
             )
