@@ -76,6 +76,7 @@ e2e_cases!(
     keras_model_named_like_its_factory,
     keras_windows_of_a_series_shuffled,
     keras_windows_under_a_global_seed,
+    tf1_train_ops_returned_to_a_model,
     keras_notebook_data_before_tensorflow,
     keras_notebook_shell_download,
     tf1_rate_per_optimizer,

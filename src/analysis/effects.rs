@@ -1048,6 +1048,28 @@ pub fn package_function_draws(
     scope_index: usize,
     call: &ast::ExprCall,
 ) -> bool {
+    draws_through_package(analysis, module, scope_index, call, false)
+}
+
+/// Whether a call of a package function draws at random each time it runs:
+/// a draw under an `if` (`if self.shuffle: np.random.shuffle(idx)`, off by
+/// default) may never be made.
+pub fn package_function_always_draws(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    call: &ast::ExprCall,
+) -> bool {
+    draws_through_package(analysis, module, scope_index, call, true)
+}
+
+fn draws_through_package(
+    analysis: &Analysis,
+    module: &ModuleAnalysis,
+    scope_index: usize,
+    call: &ast::ExprCall,
+    unconditional: bool,
+) -> bool {
     let Some(first) = resolved_callee(analysis, module, scope_index, &call.func) else {
         return false;
     };
@@ -1061,6 +1083,9 @@ pub fn package_function_draws(
             continue;
         };
         for site in &module.scopes[scope_index].facts.calls {
+            if unconditional && !site.conditions.is_empty() {
+                continue;
+            }
             let Some(called) = resolved_callee(analysis, module, scope_index, &site.call.func)
             else {
                 continue;

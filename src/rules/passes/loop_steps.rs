@@ -645,10 +645,12 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
 }
 
 /// Whether the loop walks what a package function returns drawing from the
-/// process's random state (`for xb, yb in shuffle_batch(x, y, size)`, a
-/// generator over a permutation): each process walks its own order.
+/// process's random state each time (`for xb, yb in shuffle_batch(x, y,
+/// size)`, a generator over a permutation): each process walks its own
+/// order. A draw under an `if` may be off, and every process would walk
+/// one order.
 fn drawn_per_process(rewrite: &ModuleRewrite, scope_index: usize, iterable: &Expr) -> bool {
-    matches!(iterable, Expr::Call(call) if crate::analysis::effects::package_function_draws(
+    matches!(iterable, Expr::Call(call) if crate::analysis::effects::package_function_always_draws(
         rewrite.analysis,
         rewrite.module,
         scope_index,

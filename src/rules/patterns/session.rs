@@ -452,7 +452,60 @@ pub(super) fn train_op_names(rewrite: &ModuleRewrite) -> HashSet<String> {
             }
         }
     }
+    // Train ops returned by a function of the module (`d_opt, g_opt =
+    // model_opt(...)`, or `self.d_opt, self.g_opt = ...` in a model class).
+    let returning: HashSet<&str> = rewrite
+        .module
+        .scopes
+        .iter()
+        .filter(|scope| scope.function.is_some() && scope.class.is_none())
+        .filter(|scope| {
+            scope.facts.statements.iter().any(|statement| {
+                matches!(statement, Stmt::Return(ast::StmtReturn { value: Some(value), .. })
+                    if returns_train_ops(value, &names))
+            })
+        })
+        .map(|scope| scope.name())
+        .collect();
+    let mut returned = Vec::new();
+    for scope in &rewrite.module.scopes {
+        for statement in &scope.facts.statements {
+            let Stmt::Assign(assign) = statement else {
+                continue;
+            };
+            let calls_returning = matches!(assign.value.as_ref(), Expr::Call(call)
+                if matches!(call.func.as_ref(), Expr::Name(function) if returning.contains(function.id.as_str())));
+            if !calls_returning {
+                continue;
+            }
+            for target in &assign.targets {
+                let elements = match target {
+                    Expr::Tuple(ast::ExprTuple { elts, .. })
+                    | Expr::List(ast::ExprList { elts, .. }) => elts.iter().collect(),
+                    single => vec![single],
+                };
+                returned.extend(elements.into_iter().filter_map(dotted_name));
+            }
+        }
+    }
+    for name in returned {
+        if let Some((_, attribute)) = name.rsplit_once('.') {
+            names.insert(format!(".{attribute}"));
+        }
+        names.insert(name);
+    }
     names
+}
+
+/// A returned value made only of train ops (`return d_train_opt, g_train_opt`).
+fn returns_train_ops(value: &Expr, names: &HashSet<String>) -> bool {
+    let is_train_op = |expr: &Expr| dotted_name(expr).is_some_and(|name| names.contains(&name));
+    match value {
+        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+            !elts.is_empty() && elts.iter().all(is_train_op)
+        }
+        other => is_train_op(other),
+    }
 }
 
 /// Marks a train op's graph name among the names of train ops.
