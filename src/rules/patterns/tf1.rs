@@ -135,11 +135,27 @@ fn allreduce_nested_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
     if !rewrite.calls_method("apply_gradients") || !rewrite.owns_its_lines(&span(stmt)) {
         return;
     }
+    // Gradients already averaged where they are made (an earlier run's
+    // `[hvd.allreduce(gradient) ... for gradient in tf.gradients(...)]`).
+    let mut averaged_already = Vec::new();
+    crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| {
+        if let Expr::ListComp(comprehension) = expr
+            && calls_horovod_allreduce(rewrite, &comprehension.elt)
+        {
+            averaged_already.extend(
+                comprehension
+                    .generators
+                    .iter()
+                    .map(|generator| span(&generator.iter)),
+            );
+        }
+    });
     let mut nested = Vec::new();
     crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| {
         if let Expr::Call(call) = expr
             && canonical_callee(rewrite, scope, call)
                 .is_some_and(|callee| library::canonical_name(&callee) == "tensorflow.gradients")
+            && !averaged_already.contains(&span(expr))
         {
             nested.push(span(expr));
         }
@@ -152,6 +168,18 @@ fn allreduce_nested_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
         );
         rewrite.edit(Edit::replacement(range, averaged));
     }
+}
+
+/// Whether an expression calls Horovod's `allreduce` anywhere in it
+/// (`hvd.allreduce(gradient) if gradient is not None else None`).
+fn calls_horovod_allreduce(rewrite: &ModuleRewrite, expr: &Expr) -> bool {
+    let mut found = false;
+    crate::analysis::walk::walk_expression(expr, &mut |inner| {
+        found |= matches!(inner, Expr::Call(call) if matches!(call.func.as_ref(),
+            Expr::Attribute(attribute) if attribute.attr.as_str() == "allreduce"
+                && rewrite.is_horovod_expression(&attribute.value)));
+    });
+    found
 }
 
 fn wrap_in_statement(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
