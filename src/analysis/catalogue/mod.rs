@@ -125,44 +125,40 @@ impl Shuffling {
     /// Whether the call draws an order of its own in each process, so that
     /// shards of it taken by rank overlap.
     pub fn per_process(&self, call: &ast::ExprCall) -> Certainty {
-        let shuffles = match self.flag.of(call) {
-            None => self.by_default,
-            Some(Expr::Constant(constant)) => match &constant.value {
-                Constant::None => self.by_default,
-                Constant::Bool(flag) => *flag,
-                _ => return Certainty::Unknown,
-            },
-            Some(_) => return Certainty::Unknown,
-        };
-        let seeded = match self.seed.of(call) {
-            None => false,
-            Some(Expr::Constant(constant)) => !constant.value.is_none(),
-            Some(_) => true,
-        };
-        if shuffles && !seeded {
-            Certainty::Holds
-        } else {
-            Certainty::Fails
+        match self.shuffles(call) {
+            None => Certainty::Unknown,
+            Some(true) if !self.seeded(call) => Certainty::Holds,
+            Some(_) => Certainty::Fails,
         }
     }
 
     /// Whether the call shuffles with a seed passed to it: TensorFlow draws
     /// that order from the seed together with the global one, so a global
-    /// seed made per rank gives each process its own order again.
+    /// seed made per rank gives each process its own order again. A flag
+    /// passed as an expression may be on.
     pub fn seeded_order(&self, call: &ast::ExprCall) -> bool {
-        let shuffles = match self.flag.of(call) {
-            None => self.by_default,
+        self.shuffles(call).unwrap_or(true) && self.seeded(call)
+    }
+
+    /// Whether the call shuffles, by its flag (`None`: an expression, not
+    /// known before it runs).
+    fn shuffles(&self, call: &ast::ExprCall) -> Option<bool> {
+        match self.flag.of(call) {
+            None => Some(self.by_default),
             Some(Expr::Constant(constant)) => match &constant.value {
-                Constant::None => self.by_default,
-                Constant::Bool(flag) => *flag,
-                _ => true,
+                Constant::None => Some(self.by_default),
+                Constant::Bool(flag) => Some(*flag),
+                _ => None,
             },
-            Some(_) => true,
-        };
-        let seeded = self.seed.of(call).is_some_and(
+            Some(_) => None,
+        }
+    }
+
+    /// Whether a seed other than `None` is passed.
+    fn seeded(&self, call: &ast::ExprCall) -> bool {
+        self.seed.of(call).is_some_and(
             |seed| !matches!(seed, Expr::Constant(constant) if constant.value.is_none()),
-        );
-        shuffles && seeded
+        )
     }
 }
 

@@ -459,19 +459,32 @@ fn shard_before_windows(
 /// A catalogued source that shuffles in each process its own way
 /// (`list_files` with no `shuffle=False` and no seed).
 fn source_orders_per_process(program: &Program, call: &rustpython_parser::ast::ExprCall) -> bool {
-    let Some(scoped) = program
+    catalogued_shuffling(program, call).is_some_and(|shuffling| {
+        shuffling.per_process(call) != crate::analysis::catalogue::Certainty::Fails
+    })
+}
+
+/// How a catalogued data source called here shuffles, when it does.
+fn catalogued_shuffling<'p>(
+    program: &'p Program,
+    call: &rustpython_parser::ast::ExprCall,
+) -> Option<&'p crate::analysis::catalogue::Shuffling> {
+    let scoped = program
         .calls()
         .iter()
-        .find(|scoped| scoped.range() == span(call))
-    else {
-        return false;
-    };
-    program.known(scoped).entry().is_some_and(|entry| {
-        entry.effects.iter().any(|effect| {
-            matches!(effect, crate::analysis::catalogue::Effect::DataSource { shuffles: Some(shuffling), .. }
-                if shuffling.per_process(call) != crate::analysis::catalogue::Certainty::Fails)
+        .find(|scoped| scoped.range() == span(call))?;
+    program
+        .known(scoped)
+        .entry()?
+        .effects
+        .iter()
+        .find_map(|effect| match effect {
+            crate::analysis::catalogue::Effect::DataSource {
+                shuffles: Some(shuffling),
+                ..
+            } => Some(shuffling),
+            _ => None,
         })
-    })
 }
 
 /// A shard of a stream shuffled before it in each worker's own order: the
@@ -577,22 +590,8 @@ fn shuffles_with_a_seed(program: &Program, call: &rustpython_parser::ast::ExprCa
             .is_some_and(
                 |seed| !matches!(seed, Expr::Constant(constant) if constant.value.is_none()),
             );
-    if fixed_shuffle {
-        return true;
-    }
-    let Some(scoped) = program
-        .calls()
-        .iter()
-        .find(|scoped| scoped.range() == span(call))
-    else {
-        return false;
-    };
-    program.known(scoped).entry().is_some_and(|entry| {
-        entry.effects.iter().any(|effect| {
-            matches!(effect, crate::analysis::catalogue::Effect::DataSource { shuffles: Some(shuffling), .. }
-                if shuffling.seeded_order(call))
-        })
-    })
+    fixed_shuffle
+        || catalogued_shuffling(program, call).is_some_and(|shuffling| shuffling.seeded_order(call))
 }
 
 /// Whether `call` calls a package function whose returned pipeline is
