@@ -207,6 +207,7 @@ e2e_cases!(
     tape_notebook_magics,
     keras_colab_notebook,
     keras_train_on_batch_gan,
+    keras_gan_models_passed_as_a_tuple,
     keras_train_on_batch_agent,
     trainer_keras_factories,
     keras_mirrored_strategy,

@@ -119,6 +119,9 @@ pub(super) fn models_per_scope(
     for (index, parameter) in model_parameters(package, module, scopes, &models) {
         models[index].insert(parameter);
     }
+    for (index, name) in models_unpacked_from_parameters(package, module, scopes, &models) {
+        models[index].insert(name);
+    }
     models
 }
 
@@ -138,24 +141,7 @@ fn model_parameters(
         if scope.function.is_none() {
             continue;
         }
-        let stepped: HashSet<&str> = scope
-            .facts
-            .calls
-            .iter()
-            .filter_map(|site| match site.call.func.as_ref() {
-                Expr::Attribute(attribute)
-                    if attribute.attr.as_str() == library::KERAS_BATCH_STEP
-                        || library::is_keras_fit_method(attribute.attr.as_str()) =>
-                {
-                    match attribute.value.as_ref() {
-                        Expr::Name(receiver) => Some(receiver.id.as_str()),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            })
-            .filter(|receiver| !models[index].contains(*receiver))
-            .collect();
+        let stepped = stepped_receivers(scope, &models[index]);
         for (position, parameter) in scope.parameters.iter().enumerate() {
             if !stepped.contains(parameter.as_str()) {
                 continue;
@@ -164,8 +150,8 @@ fn model_parameters(
             if !bound.is_empty()
                 && bound.iter().all(|(caller, argument)| {
                     argument
-                        .as_ref()
-                        .is_some_and(|name| models[*caller].contains(name))
+                        .and_then(dotted_name)
+                        .is_some_and(|name| models[*caller].contains(&name))
                 })
             {
                 found.push((index, parameter.clone()));
@@ -175,17 +161,160 @@ fn model_parameters(
     found
 }
 
-/// At each call of `function` by its name in the module: the caller's scope
-/// index and the name passed for the parameter at `position` (or by
-/// keyword), when it is a name.
-fn arguments_bound_to(
+/// Names stepped or fitted in a scope (`receiver.train_on_batch(...)`,
+/// `receiver.fit(...)`) that are not known models there.
+fn stepped_receivers<'s>(scope: &'s Scope, models: &HashSet<String>) -> HashSet<&'s str> {
+    scope
+        .facts
+        .calls
+        .iter()
+        .filter_map(|site| match site.call.func.as_ref() {
+            Expr::Attribute(attribute)
+                if attribute.attr.as_str() == library::KERAS_BATCH_STEP
+                    || library::is_keras_fit_method(attribute.attr.as_str()) =>
+            {
+                match attribute.value.as_ref() {
+                    Expr::Name(receiver) => Some(receiver.id.as_str()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .filter(|receiver| !models.contains(*receiver))
+        .collect()
+}
+
+/// Names a function unpacks from a parameter and steps or fits
+/// (`generator, discriminator, adversarial = models`, then
+/// `discriminator.train_on_batch(...)`), when every call of the function in
+/// the module passes a tuple holding a model of the caller at that place
+/// (`models = (generator, discriminator, adversarial)`, `train(models, ...)`),
+/// as (scope index, name).
+fn models_unpacked_from_parameters(
     package: &Package,
     module: &Module,
     scopes: &[Scope],
+    models: &[HashSet<String>],
+) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (index, scope) in scopes.iter().enumerate() {
+        if scope.function.is_none() {
+            continue;
+        }
+        let stepped = stepped_receivers(scope, &models[index]);
+        if stepped.is_empty() {
+            continue;
+        }
+        for stmt in scope.facts.statements.iter().copied() {
+            let Some((targets, parameter)) = unpacked_parameter(stmt) else {
+                continue;
+            };
+            let Some(position) = scope.parameters.iter().position(|name| name == parameter) else {
+                continue;
+            };
+            let bound = arguments_bound_to(package, module, scopes, scope, position, parameter);
+            for (place, target) in targets.iter().enumerate() {
+                let Expr::Name(name) = target else { continue };
+                if !stepped.contains(name.id.as_str()) || bound.is_empty() {
+                    continue;
+                }
+                let every_call_passes_a_model = bound.iter().all(|(caller, argument)| {
+                    argument.is_some_and(|argument| {
+                        tuple_element_is_model(
+                            &scopes[*caller],
+                            argument,
+                            place,
+                            targets.len(),
+                            &models[*caller],
+                        )
+                    })
+                });
+                if every_call_passes_a_model {
+                    found.push((index, name.id.to_string()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// `a, b, c = parameter`: the targets and the name unpacked.
+fn unpacked_parameter(stmt: &Stmt) -> Option<(&[Expr], &str)> {
+    let Stmt::Assign(assign) = stmt else {
+        return None;
+    };
+    let [target] = assign.targets.as_slice() else {
+        return None;
+    };
+    let targets = tuple_elements(target)?;
+    match assign.value.as_ref() {
+        Expr::Name(source) => Some((targets, source.id.as_str())),
+        _ => None,
+    }
+}
+
+/// The elements of a tuple or list display.
+fn tuple_elements(expr: &Expr) -> Option<&[Expr]> {
+    match expr {
+        Expr::Tuple(tuple) => Some(&tuple.elts),
+        Expr::List(list) => Some(&list.elts),
+        _ => None,
+    }
+}
+
+/// Whether an argument is a tuple of `length` whose element at `place` is a
+/// model of the caller: a display, or a name every assignment of the
+/// caller binds to such a display.
+fn tuple_element_is_model(
+    caller: &Scope,
+    argument: &Expr,
+    place: usize,
+    length: usize,
+    models: &HashSet<String>,
+) -> bool {
+    let holds_model = |elements: &[Expr]| {
+        elements.len() == length
+            && elements
+                .get(place)
+                .and_then(dotted_name)
+                .is_some_and(|name| models.contains(&name))
+    };
+    if let Some(elements) = tuple_elements(argument) {
+        return holds_model(elements);
+    }
+    let Expr::Name(name) = argument else {
+        return false;
+    };
+    let mut values = caller
+        .facts
+        .statements
+        .iter()
+        .filter_map(|stmt| match stmt {
+            Stmt::Assign(assign) => Some(assign),
+            _ => None,
+        })
+        .filter(|assign| {
+            assign
+                .targets
+                .iter()
+                .any(|target| matches!(target, Expr::Name(target) if target.id == name.id))
+        })
+        .map(|assign| assign.value.as_ref())
+        .peekable();
+    values.peek().is_some() && values.all(|value| tuple_elements(value).is_some_and(holds_model))
+}
+
+/// At each call of `function` by its name in the module: the caller's scope
+/// index and the argument passed for the parameter at `position` (or by
+/// keyword).
+fn arguments_bound_to<'s>(
+    package: &Package,
+    module: &Module,
+    scopes: &'s [Scope],
     function: &Scope,
     position: usize,
     parameter: &str,
-) -> Vec<(usize, Option<String>)> {
+) -> Vec<(usize, Option<&'s Expr>)> {
     let mut bound = Vec::new();
     for (caller_index, caller) in scopes.iter().enumerate() {
         for site in &caller.facts.calls {
@@ -205,7 +334,7 @@ fn arguments_bound_to(
                 .find(|keyword| keyword.arg.as_deref() == Some(parameter))
                 .map(|keyword| &keyword.value)
                 .or(site.call.args.get(position));
-            bound.push((caller_index, argument.and_then(dotted_name)));
+            bound.push((caller_index, argument));
         }
     }
     bound

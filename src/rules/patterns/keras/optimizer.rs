@@ -70,13 +70,16 @@ pub(crate) fn find_compiles<'a>(
 }
 
 /// Where the binding of `name` that a use at `at` sees holds in a scope:
-/// from the last assignment before `at` to the next one after it.
+/// from the last assignment before `at` to the next one after it. Names
+/// unpacked from a parameter (`generator, discriminator = models`) are the
+/// caller's models, as a parameter is: they bind no model of this scope.
 fn binding_window(scope: &Scope, name: &str, at: usize) -> Option<std::ops::Range<usize>> {
     let starts = scope
         .facts
         .assignments
         .iter()
         .filter(|assignment| assignment.name == name)
+        .filter(|assignment| !unpacks_a_parameter(scope, assignment.statement))
         .map(|assignment| span(assignment.statement).start);
     let bound = starts.clone().filter(|start| *start < at).max()?;
     let rebound = starts
@@ -84,6 +87,19 @@ fn binding_window(scope: &Scope, name: &str, at: usize) -> Option<std::ops::Rang
         .min()
         .unwrap_or(usize::MAX);
     Some(bound..rebound)
+}
+
+/// `a, b = parameter`: names unpacked from one of the scope's parameters.
+fn unpacks_a_parameter(scope: &Scope, statement: &Stmt) -> bool {
+    let Stmt::Assign(assign) = statement else {
+        return false;
+    };
+    let unpacks = assign
+        .targets
+        .iter()
+        .all(|target| matches!(target, Expr::Tuple(_) | Expr::List(_)));
+    matches!(assign.value.as_ref(), Expr::Name(source)
+        if unpacks && scope.parameters.iter().any(|parameter| parameter == source.id.as_str()))
 }
 
 /// The scope of the module-level function whose call result `receiver` is
