@@ -388,7 +388,13 @@ pub fn read_before_rank_zero_write(
         .filter(|site| span(site.statement).end <= read_at)
     {
         // Which branch a call sits in is asked last: it walks the scope.
-        let same_pass = || !in_other_branch(scope, site.statement, read.statement);
+        let same_pass = || {
+            !crate::analysis::walk::in_other_branches(
+                scope.body,
+                &span(site.statement),
+                &span(read.statement),
+            )
+        };
         if is_horovod_collective(site.call) {
             if same_pass() {
                 last_write = None;
@@ -456,27 +462,6 @@ pub fn read_path_tokens(
 /// share a name, or either is unknown (empty).
 pub fn paths_related(read: &[String], written: &[String]) -> bool {
     read.is_empty() || written.is_empty() || written.iter().any(|token| read.contains(token))
-}
-
-/// Whether two statements sit in different branches of one `if` (a cached
-/// file written in one, read in the other): one pass runs only one of them.
-fn in_other_branch(scope: &Scope, first: &ast::Stmt, second: &ast::Stmt) -> bool {
-    let (first, second) = (span(first), span(second));
-    let Some(path) = crate::analysis::walk::path_to(scope.body, &first) else {
-        return false;
-    };
-    let within = |body: &[ast::Stmt], range: &std::ops::Range<usize>| {
-        body.first().zip(body.last()).is_some_and(|(start, end)| {
-            span(start).start <= range.start && range.end <= span(end).end
-        })
-    };
-    path.iter().any(|statement| match statement {
-        ast::Stmt::If(choice) => {
-            (within(&choice.body, &first) && within(&choice.orelse, &second))
-                || (within(&choice.orelse, &first) && within(&choice.body, &second))
-        }
-        _ => false,
-    })
 }
 
 /// The path tokens of what a package function reads by its own catalogued

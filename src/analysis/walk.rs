@@ -442,6 +442,35 @@ pub fn mentions_name_outside_calls(body: &[Stmt], name: &str) -> bool {
     found
 }
 
+/// Whether two ranges of a body sit in different branches of one `if` (a
+/// cached file written in one, read in the other; a model bound again in
+/// one, trained in the other): one pass runs only one of them.
+pub fn in_other_branches(
+    body: &[Stmt],
+    first: &std::ops::Range<usize>,
+    second: &std::ops::Range<usize>,
+) -> bool {
+    use crate::python::parse::span;
+    let Some(path) = path_to(body, first) else {
+        return false;
+    };
+    let within = |branch: &[Stmt], range: &std::ops::Range<usize>| {
+        branch
+            .first()
+            .zip(branch.last())
+            .is_some_and(|(start, end)| {
+                span(start).start <= range.start && range.end <= span(end).end
+            })
+    };
+    path.iter().any(|statement| match statement {
+        Stmt::If(choice) => {
+            (within(&choice.body, first) && within(&choice.orelse, second))
+                || (within(&choice.orelse, first) && within(&choice.body, second))
+        }
+        _ => false,
+    })
+}
+
 /// Statements from `body` down to `target`: the chain of enclosing statements.
 pub fn path_to<'a>(body: &'a [Stmt], target: &std::ops::Range<usize>) -> Option<Vec<&'a Stmt>> {
     if target.is_empty() {

@@ -11,7 +11,7 @@ use crate::rules::rewrite::ModuleRewrite;
 
 use crate::analysis::library::{self, LibraryClass, optimizer_for_string};
 use crate::analysis::training::Scope;
-use crate::analysis::walk::{dotted_name, keyword};
+use crate::analysis::walk::{dotted_name, in_other_branches, keyword};
 use crate::diagnostics::Diagnostic;
 use crate::python::edit::Edit;
 use crate::python::parse::span;
@@ -70,7 +70,9 @@ pub(crate) fn find_compiles<'a>(
 }
 
 /// Where the binding of `name` that a use at `at` sees holds in a scope:
-/// from the last assignment before `at` to the next one after it. Names
+/// from the last assignment before `at` to the next one after it, leaving
+/// out those in another branch of an `if` than `at` (`m = m.load_weights(...)`
+/// when a flag is set, `m.fit(...)` otherwise). Names
 /// unpacked from a parameter (`generator, discriminator = models`) are the
 /// caller's models, as a parameter is: they bind no model of this scope.
 fn binding_window(scope: &Scope, name: &str, at: usize) -> Option<std::ops::Range<usize>> {
@@ -80,6 +82,9 @@ fn binding_window(scope: &Scope, name: &str, at: usize) -> Option<std::ops::Rang
         .iter()
         .filter(|assignment| assignment.name == name)
         .filter(|assignment| !unpacks_a_parameter(scope, assignment.statement))
+        .filter(|assignment| {
+            !in_other_branches(scope.body, &span(assignment.statement), &(at..at + 1))
+        })
         .map(|assignment| span(assignment.statement).start);
     let bound = starts.clone().filter(|start| *start < at).max()?;
     let rebound = starts
