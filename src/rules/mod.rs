@@ -384,16 +384,28 @@ fn single_gpu_training(
         .or(module.sites.first());
     let range = site.map_or(0..0, |site| site.range.clone());
     let line = module.module.source.line_label(range.start);
+    // A Keras site is a `fit` or a `train_on_batch` step: named as written.
+    let batch_step = format!(".{}(", crate::analysis::library::KERAS_BATCH_STEP);
+    let description = match site {
+        Some(site)
+            if site.pattern == TrainingPattern::Keras
+                && module
+                    .module
+                    .source
+                    .text
+                    .get(range.clone())
+                    .is_some_and(|text| text.contains(&batch_step)) =>
+        {
+            "Keras `train_on_batch`"
+        }
+        _ => plugin.description(),
+    };
     let message = if rewrite.had_horovod {
         format!(
-            "{} ({line}) already trains with Horovod: the rewrite adds what is missing",
-            plugin.description()
+            "{description} ({line}) already trains with Horovod: the rewrite adds what is missing"
         )
     } else {
-        format!(
-            "{} ({line}) trains on one GPU: the rewrite makes it train with Horovod",
-            plugin.description()
-        )
+        format!("{description} ({line}) trains on one GPU: the rewrite makes it train with Horovod")
     };
     Diagnostic::new(SINGLE_GPU_TRAINING, range, message)
 }
