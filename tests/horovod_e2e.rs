@@ -208,6 +208,7 @@ e2e_cases!(
     keras_colab_notebook,
     keras_train_on_batch_gan,
     keras_gan_models_passed_as_a_tuple,
+    keras_one_epoch_of_arrays,
     keras_train_on_batch_agent,
     trainer_keras_factories,
     keras_mirrored_strategy,

@@ -192,7 +192,8 @@ fn divide_epochs_of_arrays_at(
     if !has_labels && !arrays_alone {
         return false;
     }
-    // One epoch (written out, or a name assigned 1) stays one when divided.
+    // One epoch (written out, a name assigned 1, or Keras' default) stays one
+    // when divided: the rows are shared out instead.
     match epochs {
         Some(epochs) if literal_int(rewrite, scope, epochs) != Some(1) => {
             // Code reading the history or a later epoch's checkpoint needs
@@ -210,8 +211,15 @@ fn divide_epochs_of_arrays_at(
                 .push(span(fit));
             true
         }
-        _ => false,
+        // Only `fit` takes arrays as `fit(x, y)`: `fit_generator(gen, steps, epochs)`
+        // holds a generator and a step count there.
+        _ => is_fit_itself(fit) && super::array_shares::share_rows_by_rank(rewrite, fit),
     }
+}
+
+/// Whether the call is `receiver.fit(...)` (not `fit_generator`).
+fn is_fit_itself(fit: &ast::ExprCall) -> bool {
+    matches!(fit.func.as_ref(), Expr::Attribute(method) if method.attr.as_str() == "fit")
 }
 
 /// A fit on in-memory arrays (with labels) for exactly one epoch.
