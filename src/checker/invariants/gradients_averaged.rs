@@ -108,8 +108,8 @@ fn compiled_optimizers(program: &Program, calls: &[ScopedCall]) -> Vec<Decision>
 /// only `export_model.evaluate(...)`, `.predict(...)`, `.layers`): no
 /// optimizer of it takes a step. Every use of its name must be an attribute
 /// other than a step (`fit`, `train_on_batch`, `optimizer`); in the compile's
-/// own scope, only the uses while the name holds that model count (the name
-/// bound to another model further down is another model), and a function
+/// own scope, only the uses that see the binding the compile sees count (the
+/// name bound to another model further down is another model), and a function
 /// binding the name itself holds another.
 fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
     // What makes the model's optimizer step, read from the model.
@@ -129,7 +129,7 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
         return false;
     };
     let name = model.id.as_str();
-    let bound = binding_around(compile.scope, name, compile.range().start);
+    let bound = binding_seen(compile.scope, name, compile.range().start);
     // Every read of the name must be an attribute of it (`.predict(...)`,
     // `.layers`): a model passed on or called may be trained elsewhere.
     let (mut reads, mut attributes, mut steps) = (0usize, 0usize, 0usize);
@@ -145,7 +145,12 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
         }
         for statement in &scope.facts.statements {
             if index == compile.scope_index
-                && !bound.contains(&crate::python::parse::span(*statement).start)
+                && bound.is_some()
+                && binding_seen(
+                    compile.scope,
+                    name,
+                    crate::python::parse::span(*statement).start,
+                ) != bound
             {
                 continue;
             }
@@ -165,28 +170,23 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
     reads > 0 && reads == attributes && steps == 0
 }
 
-/// The offsets of a scope where `name` holds what it held at `at`: from its
-/// last assignment before `at` to its next one (the whole scope when it is
-/// not assigned before `at`).
-fn binding_around(
-    scope: &crate::analysis::training::Scope,
-    name: &str,
-    at: usize,
-) -> std::ops::Range<usize> {
-    let starts = scope
+/// The assignment of `name` a use at `at` sees in a scope: the last one
+/// starting at or before it, leaving out those in another branch of an `if`
+/// than `at` (`model = model.load_weights(...)` when a flag is set,
+/// `model.fit(...)` otherwise); `None` when none comes before it.
+fn binding_seen(scope: &crate::analysis::training::Scope, name: &str, at: usize) -> Option<usize> {
+    scope
         .facts
         .assignments
         .iter()
         .filter(|assignment| assignment.name == name)
-        .map(|assignment| crate::python::parse::span(assignment.statement).start);
-    let Some(bound) = starts.clone().filter(|start| *start < at).max() else {
-        return 0..usize::MAX;
-    };
-    bound
-        ..starts
-            .filter(|start| *start > at)
-            .min()
-            .unwrap_or(usize::MAX)
+        .map(|assignment| crate::python::parse::span(assignment.statement))
+        .filter(|range| {
+            range.start <= at
+                && !crate::analysis::walk::in_other_branches(scope.body, range, &(at..at + 1))
+        })
+        .map(|range| range.start)
+        .max()
 }
 
 /// `super().compile(...)` inside a model class's own `compile`: the
