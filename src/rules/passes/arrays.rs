@@ -33,10 +33,18 @@ pub fn is_in_memory_array(
             let loads =
                 callee.starts_with("tensorflow.keras.datasets.") && callee.ends_with(".load_data");
             let numpy = callee.starts_with("numpy.") && !callee.starts_with("numpy.random.");
+            // One-hot labels of an array are an array.
+            let one_hot = matches!(
+                callee.as_str(),
+                "tensorflow.keras.utils.to_categorical" | "keras.utils.to_categorical"
+            ) && call
+                .args
+                .first()
+                .is_some_and(|labels| recurse(labels, before));
             let converts = matches!(call.func.as_ref(), Expr::Attribute(method)
                 if matches!(method.attr.as_str(), "astype" | "reshape")
                     && recurse(&method.value, before));
-            loads || numpy || converts
+            loads || numpy || converts || one_hot
         }
         Expr::Name(name) => {
             let places = [scope, &rewrite.module.scopes[0]];

@@ -184,11 +184,18 @@ fn divide_epochs_of_arrays_at(
 ) -> bool {
     let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
     // `fit(x)` alone may be of a dataset or a generator; of arrays when the
-    // code shows `x` is one (an autoencoder's input).
+    // code shows `x` is one (an autoencoder's input), or a list of them (the
+    // inputs of a model of several, a loss added with `add_loss`).
+    let in_memory = |data: &Expr| is_in_memory_array(rewrite, scope, data, span(fit).start, 0);
     let arrays_alone = keyword(fit, "x")
         .map(|keyword| &keyword.value)
         .or_else(|| fit.args.first())
-        .is_some_and(|data| is_in_memory_array(rewrite, scope, data, span(fit).start, 0));
+        .is_some_and(|data| match data {
+            Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+                !elts.is_empty() && elts.iter().all(in_memory)
+            }
+            data => in_memory(data),
+        });
     if !has_labels && !arrays_alone {
         return false;
     }
