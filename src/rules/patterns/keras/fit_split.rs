@@ -321,7 +321,7 @@ fn literal_rows(
 }
 
 /// An integer written in the code, or a name assigned one once.
-fn literal_int(rewrite: &ModuleRewrite, scope: &Scope, value: &Expr) -> Option<usize> {
+pub(super) fn literal_int(rewrite: &ModuleRewrite, scope: &Scope, value: &Expr) -> Option<usize> {
     match value {
         Expr::Constant(ast::ExprConstant {
             value: ast::Constant::Int(number),

@@ -37,7 +37,7 @@ pub(super) fn warmup_callback(
     if rewrite.had_horovod || rewrite.mentions_any(&|name| name.to_lowercase().contains("warmup")) {
         return None;
     }
-    if let Some(count) = known_epochs(rewrite, fit)
+    if let Some(count) = known_epochs(rewrite, scope_index, fit)
         && count <= u64::from(epochs)
     {
         *why_not = Some(format!(
@@ -246,14 +246,20 @@ fn callback_setting_rate<'a>(rewrite: &'a ModuleRewrite, fit: &ast::ExprCall) ->
 }
 
 /// The number of epochs each worker trains (at most), when it is known.
-fn known_epochs(rewrite: &ModuleRewrite, fit: &ast::ExprCall) -> Option<u64> {
+fn known_epochs(rewrite: &ModuleRewrite, scope_index: usize, fit: &ast::ExprCall) -> Option<u64> {
     let epochs = keyword(fit, "epochs")
         .map(|keyword| &keyword.value)
         .or_else(|| fit.args.get(3));
     let count = match epochs {
         // Keras trains one epoch unless told otherwise.
         None => 1,
-        Some(epochs) => known_integer(rewrite, epochs)?,
+        // A literal, a command-line default, or a name assigned one literal
+        // (`num_epochs = 1`).
+        Some(epochs) => known_integer(rewrite, epochs).or_else(|| {
+            let scope = &rewrite.module.scopes[scope_index];
+            super::fit_split::literal_int(rewrite, scope, epochs)
+                .and_then(|count| u64::try_from(count).ok())
+        })?,
     };
     // A fit on in-memory arrays with no step count gets its epochs divided
     // among the workers: each trains half of them or fewer.
