@@ -113,6 +113,9 @@ fn step_counts_left_whole(program: &Program, facts: &SplitFacts) -> Vec<Decision
             else {
                 continue;
             };
+            if holds_another_binding(program, call, name, division, whole) {
+                continue;
+            }
             let (divided_at, whole_at) = (
                 program.line(division.start),
                 program.line(span(whole).start),
@@ -127,6 +130,35 @@ fn step_counts_left_whole(program: &Program, facts: &SplitFacts) -> Vec<Decision
         }
     }
     decisions
+}
+
+/// Whether a name given whole holds another value than the one divided: in
+/// the scope of the division, each use sees its own assignment (a notebook
+/// that binds `s` again in each cell, for a callback and later for a
+/// schedule).
+fn holds_another_binding(
+    program: &Program,
+    call: &crate::checker::program::ScopedCall,
+    name: &str,
+    division: &std::ops::Range<usize>,
+    whole: &Expr,
+) -> bool {
+    let same_scope = program.calls().iter().any(|other| {
+        let range = span(other.site.call);
+        other.scope_index == call.scope_index
+            && range.start <= division.start
+            && division.end <= range.end
+    });
+    let seen = |at: usize| {
+        call.scope
+            .facts
+            .last_assignment_before(name, at)
+            .map(|assignment| span(assignment.statement))
+    };
+    match (seen(division.start), seen(span(whole).start)) {
+        (Some(divided), Some(given)) => same_scope && divided != given,
+        _ => false,
+    }
 }
 
 /// Whether the program trains on data it reads (files, a Keras or TFDS

@@ -435,6 +435,19 @@ fn rate_follows_split() {
             ),
         ],
     );
+    // A step count divided for a schedule and given whole elsewhere: unknown
+    // while both uses see one assignment, not once the name is bound again.
+    let schedule = "rate = tf.keras.optimizers.schedules.ExponentialDecay(0.1 * hvd.size(), max(1, s // hvd.size()), 0.1)\nfor step in range(max(1, 100 // hvd.size())):\n    pass\n";
+    let one_binding = format!("s = 1000\ndecay = StepDecay(s)\n{schedule}");
+    let bound_again = format!("s = 1000\ndecay = StepDecay(s)\ns = 2000\n{schedule}");
+    assert_eq!(
+        verdict_of(RATE_FOLLOWS_SPLIT, &with(HEADER, &one_binding), None),
+        Verdict::Unknown
+    );
+    assert_eq!(
+        verdict_of(RATE_FOLLOWS_SPLIT, &with(HEADER, &bound_again), None),
+        Verdict::Proven
+    );
     // The split made in another module of the package counts.
     let scaled_here = with(HEADER, optimizer);
     let split_there = "import horovod.tensorflow as hvd\nfor step in range(max(1, 100 // hvd.size())):\n    pass\n";
