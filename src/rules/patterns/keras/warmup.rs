@@ -253,10 +253,18 @@ fn known_epochs(rewrite: &ModuleRewrite, scope_index: usize, fit: &ast::ExprCall
     let count = match epochs {
         // Keras trains one epoch unless told otherwise.
         None => 1,
-        // A literal, a command-line default, or a name assigned one literal
-        // (`num_epochs = 1`).
+        // A literal, a command-line default, or a name assigned a literal
+        // (`n_epochs = 2`, last before the fit in a notebook that binds it
+        // in many cells).
         Some(epochs) => known_integer(rewrite, epochs).or_else(|| {
             let scope = &rewrite.module.scopes[scope_index];
+            if let Expr::Name(name) = epochs
+                && let Some(assignment) = scope
+                    .facts
+                    .last_assignment_before(&name.id, span(fit).start)
+            {
+                return known_integer(rewrite, assignment.value);
+            }
             super::fit_split::literal_int(rewrite, scope, epochs)
                 .and_then(|count| u64::try_from(count).ok())
         })?,
