@@ -29,6 +29,8 @@ pub const CODES: &[Code] = &[SET_ORDER_SORTED];
 pub fn run(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     let mut walks = Vec::new();
+    // `sorted(list(set(x)))` is in order already: nothing to sort.
+    let mut sorted_already = Vec::new();
     for scope in &module.scopes {
         for statement in &scope.facts.statements {
             if let Stmt::For(node) = statement
@@ -40,6 +42,11 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 let Expr::Call(call) = expr else {
                     return;
                 };
+                if matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "sorted")
+                    && let Some(first) = call.args.first()
+                {
+                    sorted_already.push(span(first));
+                }
                 let ordering = matches!(call.func.as_ref(), Expr::Name(name)
                     if matches!(name.id.as_str(), "list" | "enumerate" | "tuple"));
                 if let (true, Some(first)) = (ordering, call.args.first())
@@ -50,6 +57,7 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             });
         }
     }
+    walks.retain(|(range, _)| !sorted_already.contains(range));
     walks.sort_by_key(|(range, _)| range.start);
     walks.dedup_by_key(|(range, _)| range.clone());
     for (walk, set) in walks {
