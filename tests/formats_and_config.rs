@@ -237,6 +237,12 @@ fn shard_datasets_inserts_a_shard_into_the_pipeline() {
 #[test]
 fn warmup_epochs_sets_the_warmup_callback_and_zero_turns_it_off() {
     let scratch = scratch_copy(&["keras_rank0_guards"]);
+    // Long enough for a warm-up: a fit of at most `warmup_epochs` epochs per
+    // worker gets none (DST102 says why).
+    let train = scratch.path().join("train.py");
+    let text = std::fs::read_to_string(&train).unwrap();
+    assert!(text.contains("EPOCHS = 2\n"), "{text}");
+    std::fs::write(&train, text.replace("EPOCHS = 2\n", "EPOCHS = 40\n")).unwrap();
     let (_, output, _) = distribute(scratch.path(), &["diff", "--root", "."]);
     assert!(
         output.contains("LearningRateWarmupCallback(initial_lr=0.1 * hvd.size(), warmup_epochs=5"),
