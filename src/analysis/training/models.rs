@@ -137,11 +137,7 @@ fn model_parameters(
     models: &[HashSet<String>],
 ) -> Vec<(usize, String)> {
     let mut found = Vec::new();
-    for (index, scope) in scopes.iter().enumerate() {
-        if scope.function.is_none() {
-            continue;
-        }
-        let stepped = stepped_receivers(scope, &models[index]);
+    for (index, scope, stepped) in functions_stepping(scopes, models) {
         for (position, parameter) in scope.parameters.iter().enumerate() {
             if !stepped.contains(parameter.as_str()) {
                 continue;
@@ -159,6 +155,20 @@ fn model_parameters(
         }
     }
     found
+}
+
+/// The module's functions that step or fit names not known as models
+/// there: (scope index, scope, those names).
+fn functions_stepping<'s>(
+    scopes: &'s [Scope],
+    models: &'s [HashSet<String>],
+) -> impl Iterator<Item = (usize, &'s Scope<'s>, HashSet<&'s str>)> {
+    scopes
+        .iter()
+        .enumerate()
+        .filter(|(_, scope)| scope.function.is_some())
+        .map(|(index, scope)| (index, scope, stepped_receivers(scope, &models[index])))
+        .filter(|(_, _, stepped)| !stepped.is_empty())
 }
 
 /// Names stepped or fitted in a scope (`receiver.train_on_batch(...)`,
@@ -197,14 +207,7 @@ fn models_unpacked_from_parameters(
     models: &[HashSet<String>],
 ) -> Vec<(usize, String)> {
     let mut found = Vec::new();
-    for (index, scope) in scopes.iter().enumerate() {
-        if scope.function.is_none() {
-            continue;
-        }
-        let stepped = stepped_receivers(scope, &models[index]);
-        if stepped.is_empty() {
-            continue;
-        }
+    for (index, scope, stepped) in functions_stepping(scopes, models) {
         for stmt in scope.facts.statements.iter().copied() {
             let Some((targets, parameter)) = unpacked_parameter(stmt) else {
                 continue;
