@@ -584,8 +584,9 @@ pub fn expression_shape(expr: &Expr) -> String {
     parts.join(" ")
 }
 
-/// The `break`s of a loop body (not of nested loops), with the test of the
-/// innermost `if` around each.
+/// The statements that leave a loop early, with the test of the innermost
+/// `if` around each: its `break`s (not those of nested loops) and its
+/// `return`s, which leave the loop with the function.
 pub fn loop_breaks(body: &[Stmt]) -> Vec<(&Stmt, Option<&Expr>)> {
     let mut found = Vec::new();
     fn walk<'a>(
@@ -595,7 +596,7 @@ pub fn loop_breaks(body: &[Stmt]) -> Vec<(&Stmt, Option<&Expr>)> {
     ) {
         for statement in body {
             match statement {
-                Stmt::Break(_) => found.push((statement, test)),
+                Stmt::Break(_) | Stmt::Return(_) => found.push((statement, test)),
                 Stmt::If(node) => {
                     walk(&node.body, Some(&node.test), found);
                     walk(&node.orelse, Some(&node.test), found);

@@ -859,6 +859,14 @@ fn collectives_aligned() {
                 ),
             ),
             (
+                "return from the training function on a local loss",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "x = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\ndef train():\n    for i in range(10):\n        loss = sess.run(train_op)\n        if loss < 0.1:\n            return i\ntrain()\n",
+                ),
+            ),
+            (
                 "a collective in a function only rank 0 calls",
                 Verdict::Violated,
                 &with(

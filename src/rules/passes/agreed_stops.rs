@@ -98,7 +98,8 @@ fn average_stops(
     };
     let per_rank = computed_per_rank(loop_statement);
     for (_, test) in loop_breaks(body) {
-        let Some(test @ Expr::Compare(_)) = test else {
+        // A comparison, or several joined (`score >= goal and episode >= 100`).
+        let Some(test @ (Expr::Compare(_) | Expr::BoolOp(_))) = test else {
             continue;
         };
         if !averaged.insert(span(test)) {
