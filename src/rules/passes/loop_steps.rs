@@ -166,11 +166,15 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
         scope,
         loop_statement,
         iterable,
-        unshardable.is_some() || drawn_per_process(rewrite, scope_index, iterable),
+        unshardable.is_some()
+            || drawn_per_process(rewrite, scope_index, iterable)
+            || super::shuffled_pipeline::shuffled_per_process(rewrite, scope, iterable),
     ) {
         return WorkSplit::Divided;
     }
     let pipeline = super::sharding::is_pipeline(rewrite, scope, iterable);
+    let unshardable =
+        unshardable.or_else(|| super::shuffled_pipeline::why_left_whole(rewrite, scope, iterable));
     report_unsplit_loop(rewrite, &for_loop.iter, unshardable, pipeline);
     WorkSplit::NotSplit
 }
@@ -211,7 +215,8 @@ pub fn leaves_work_whole(rewrite: &ModuleRewrite, loop_statement: &Stmt) -> bool
     let scope = &rewrite.module.scopes[scope_index];
     let ordered_per_process = super::sharding::why_not_shardable(rewrite, scope, iterable)
         .is_some()
-        || drawn_per_process(rewrite, scope_index, iterable);
+        || drawn_per_process(rewrite, scope_index, iterable)
+        || super::shuffled_pipeline::shuffled_per_process(rewrite, scope, iterable);
     !(rewrite.options.shard_datasets && is_shardable(rewrite, scope, iterable))
         && super::epochs::epoch_loop_around(scope, loop_statement, iterable, ordered_per_process)
             .is_none()

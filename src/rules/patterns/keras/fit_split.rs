@@ -11,8 +11,10 @@ use crate::analysis::walk::{dotted_name, keyword};
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::passes::arrays::is_in_memory_array;
+use crate::rules::passes::epochs::EPOCHS_DIVIDED;
 use crate::rules::passes::loop_steps::DATASET_NOT_SHARDED;
 use crate::rules::passes::sharding::{shard_dataset, why_not_shardable};
+use crate::rules::passes::shuffled_pipeline::{shuffled_per_process, why_left_whole};
 use crate::rules::rewrite::ModuleRewrite;
 
 /// Keras' batch size when `fit` is given none.
@@ -58,12 +60,18 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
     }
     if !divided
         && !shards
-        && let Some(rows) = rows_one_batch_covers(rewrite, scope, fit)
+        && let Some(why) = rows_one_batch_covers(rewrite, scope, fit)
     {
-        report_full_batch(rewrite, fit, rows);
+        report_full_batch(rewrite, fit, why);
         return;
     }
     if !divided && !shards && divide_epochs_of_arrays(rewrite, scope, fit) {
+        return;
+    }
+    if !divided && !shards && divide_epochs_of_shuffled_pipeline(rewrite, scope, fit) {
+        return;
+    }
+    if !divided && !shards && divide_epochs_of_augmented_arrays(rewrite, scope, fit) {
         return;
     }
     if !divided && !shards {
@@ -73,10 +81,11 @@ pub(super) fn divide_steps(rewrite: &mut ModuleRewrite, scope: &Scope, fit: &ast
             .first()
             .map(|argument| rewrite.expression_text(argument).to_string())
             .unwrap_or_else(|| "the data".into());
-        let unshardable = fit
-            .args
-            .first()
-            .and_then(|data| why_not_shardable(rewrite, scope, data));
+        let unshardable = fit.args.first().and_then(|data| {
+            why_not_shardable(rewrite, scope, data)
+                .or_else(|| why_left_whole(rewrite, scope, data))
+                .or_else(|| why_flow_left_whole(rewrite, scope, fit))
+        });
         let why = if one_epoch_of_arrays(rewrite, scope, fit) {
             "its one epoch over in-memory arrays cannot be divided among workers".to_string()
         } else if let Some(reason) = unshardable {
@@ -224,6 +233,149 @@ fn divide_epochs_of_arrays_at(
     }
 }
 
+/// `fit(train, epochs=n)` on a finite pipeline that cannot be sharded and
+/// that each process shuffles its own way (`shuffled_pipeline`): each
+/// worker runs `n // N` epochs over all of it, in its own order, with
+/// DST140. Not when a later epoch's checkpoint is loaded afterwards (it
+/// would never be written). Returns whether it divided them.
+fn divide_epochs_of_shuffled_pipeline(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+) -> bool {
+    let Some(data) = keyword(fit, "x")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.first())
+    else {
+        return false;
+    };
+    let Some(epochs) = keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.get(3))
+    else {
+        return false;
+    };
+    if literal_int(rewrite, scope, epochs) == Some(1)
+        || !shuffled_per_process(rewrite, scope, data)
+        || super::array_shares::epoch_checkpoints_loaded_later(rewrite, scope, fit)
+    {
+        return false;
+    }
+    let data_text = rewrite.expression_text(data).to_string();
+    let epochs_text = rewrite.expression_text(epochs).to_string();
+    rewrite.divide_expression(epochs);
+    rewrite
+        .learning_rates
+        .fits_with_divided_epochs
+        .push(span(fit));
+    rewrite.diagnose(Diagnostic::new(
+        EPOCHS_DIVIDED,
+        span(epochs),
+        format!("`{data_text}` cannot be split among the workers, and each draws its own order of it (an unseeded `shuffle`): each worker now runs its share of the `{epochs_text}` epochs over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays"),
+    ));
+    true
+}
+
+/// `fit(augmenter.flow(x, y, batch_size=b), epochs=n)` (or `fit_generator`):
+/// Keras' image augmenter walks in-memory arrays in an order it draws in
+/// each process (`shuffle`, on unless passed false), so each worker runs
+/// `n // N` epochs over all of them, as for the arrays themselves, with
+/// DST140. Returns whether it divided them.
+fn divide_epochs_of_augmented_arrays(
+    rewrite: &mut ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+) -> bool {
+    let Some(flow) = augmenter_flow(rewrite, scope, fit) else {
+        return false;
+    };
+    let one_order = walks_in_one_order(flow);
+    // `fit_generator(generator, steps_per_epoch, epochs)` holds the epochs third.
+    let epochs = keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| (!is_fit_itself(fit)).then(|| fit.args.get(2)).flatten());
+    let Some(epochs) = epochs else {
+        return false;
+    };
+    if one_order
+        || literal_int(rewrite, scope, epochs) == Some(1)
+        || super::array_shares::epoch_checkpoints_loaded_later(rewrite, scope, fit)
+    {
+        return false;
+    }
+    let epochs_text = rewrite.expression_text(epochs).to_string();
+    rewrite.divide_expression(epochs);
+    rewrite
+        .learning_rates
+        .fits_with_divided_epochs
+        .push(span(fit));
+    rewrite.diagnose(Diagnostic::new(
+        EPOCHS_DIVIDED,
+        span(epochs),
+        format!("`{}` walks in-memory arrays in an order each worker draws for itself: each worker now runs its share of the `{epochs_text}` epochs over all of them, as Horovod's Keras examples divide the epochs of `fit` on arrays", rewrite.expression_text(&flow.func)),
+    ));
+    true
+}
+
+/// The augmenter's `flow(x, y)` a fit trains on, if it does.
+fn augmenter_flow<'a>(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    fit: &'a ast::ExprCall,
+) -> Option<&'a ast::ExprCall> {
+    let Some(Expr::Call(flow)) = keyword(fit, "x")
+        .or_else(|| keyword(fit, "generator"))
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.first())
+    else {
+        return None;
+    };
+    // Only Keras' augmenter has `flow(x, y)`, and it walks NumPy arrays.
+    matches!(flow.func.as_ref(), Expr::Attribute(method)
+        if method.attr.as_str() == "flow" && is_image_augmenter(rewrite, scope, &method.value, span(fit).start))
+    .then_some(flow)
+}
+
+/// `flow(..., shuffle=False)`: the same order in every process.
+fn walks_in_one_order(flow: &ast::ExprCall) -> bool {
+    keyword(flow, "shuffle").is_some_and(|shuffle| {
+        matches!(
+            &shuffle.value,
+            Expr::Constant(ast::ExprConstant {
+                value: ast::Constant::Bool(false),
+                ..
+            })
+        )
+    })
+}
+
+/// Why a fit on the augmenter's `flow` is left whole (said in DST101).
+fn why_flow_left_whole(
+    rewrite: &ModuleRewrite,
+    scope: &Scope,
+    fit: &ast::ExprCall,
+) -> Option<String> {
+    let flow = augmenter_flow(rewrite, scope, fit)?;
+    walks_in_one_order(flow).then(|| {
+        "it walks its arrays in one order on every worker (`shuffle=False`), so divided epochs would give every worker the same batches".to_string()
+    })
+}
+
+/// Whether `receiver` names a Keras `ImageDataGenerator`, as last bound
+/// before `at` (in the scope or at the top level).
+fn is_image_augmenter(rewrite: &ModuleRewrite, scope: &Scope, receiver: &Expr, at: usize) -> bool {
+    let Expr::Name(name) = receiver else {
+        return false;
+    };
+    [scope, &rewrite.module.scopes[0]].iter().any(|place| {
+        place
+            .facts
+            .last_assignment_before(name.id.as_str(), at)
+            .and_then(|assignment| assignment.callee.as_deref())
+            .is_some_and(|callee| callee.ends_with("preprocessing.image.ImageDataGenerator"))
+    })
+}
+
 /// Whether the call is `receiver.fit(...)` (not `fit_generator`).
 fn is_fit_itself(fit: &ast::ExprCall) -> bool {
     matches!(fit.func.as_ref(), Expr::Attribute(method) if method.attr.as_str() == "fit")
@@ -238,14 +390,14 @@ fn one_epoch_of_arrays(rewrite: &ModuleRewrite, scope: &Scope, fit: &ast::ExprCa
     has_labels && epochs.is_some_and(|epochs| literal_int(rewrite, scope, epochs) == Some(1))
 }
 
-/// The number of rows of a fit on arrays whose rows one batch holds
-/// (`batch_size` given as a number, or Keras' default), when the rows are
-/// written out in the code.
+/// Why one batch of a fit on arrays holds all its rows (said in DST101):
+/// `batch_size` counts the data's rows, or the rows are written out in the
+/// code and `batch_size` (a number, or Keras' default) is at least their number.
 fn rows_one_batch_covers(
     rewrite: &ModuleRewrite,
     scope: &Scope,
     fit: &ast::ExprCall,
-) -> Option<usize> {
+) -> Option<String> {
     let data = keyword(fit, "x")
         .map(|keyword| &keyword.value)
         .or_else(|| fit.args.first())?;
@@ -261,12 +413,56 @@ fn rows_one_batch_covers(
         }
         other => other,
     };
+    let batch_size = keyword(fit, "batch_size").map(|keyword| &keyword.value);
+    // `batch_size=len(rows)` for `fit(np.array(rows), ...)`: one batch of all of them.
+    if let Some(batch) = batch_size
+        && counts_rows_of(batch, data)
+    {
+        return Some(format!(
+            "each step of this fit trains on all the rows it is given (`batch_size={}`): a share of them per worker would still be one step each, so its epochs were not divided and the learning rate was left as written",
+            rewrite.expression_text(batch)
+        ));
+    }
     let rows = literal_rows(rewrite, scope, data, span(fit).start, 0)?;
-    let batch = match keyword(fit, "batch_size").map(|keyword| &keyword.value) {
+    let batch = match batch_size {
         None => DEFAULT_BATCH_SIZE,
         Some(value) => literal_int(rewrite, scope, value)?,
     };
-    (rows <= batch).then_some(rows)
+    (rows <= batch).then(|| format!("each step of this fit trains on all {rows} rows of its data (one batch holds them), so every worker would compute the same gradient: its epochs were not divided and the learning rate was left as written"))
+}
+
+/// Whether `count` is the number of rows of `data`: `len(x)` or
+/// `x.shape[0]` of the name `data` is, or converts (`np.array(x)`).
+fn counts_rows_of(count: &Expr, data: &Expr) -> bool {
+    fn rows_name(expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Call(call)
+                if call.args.len() == 1
+                    && dotted_name(&call.func).is_some_and(|name| {
+                        name.ends_with("array") || name.ends_with("asarray")
+                    }) =>
+            {
+                rows_name(&call.args[0])
+            }
+            other => dotted_name(other),
+        }
+    }
+    let counted = match count {
+        Expr::Call(call)
+            if matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "len")
+                && call.args.len() == 1 =>
+        {
+            rows_name(&call.args[0])
+        }
+        Expr::Subscript(subscript) if matches!(subscript.slice.as_ref(), Expr::Constant(ast::ExprConstant { value: ast::Constant::Int(index), .. }) if index.to_string() == "0") => {
+            match subscript.value.as_ref() {
+                Expr::Attribute(shape) if shape.attr.as_str() == "shape" => rows_name(&shape.value),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    counted.is_some_and(|name| rows_name(data).as_deref() == Some(name.as_str()))
 }
 
 /// The length of a list written out in the code (`[[0, 0], [0, 1]]`,
@@ -375,14 +571,10 @@ fn reaching_assignment<'a>(
         .find(|(statement, _)| span(*statement).end <= at)
 }
 
-fn report_full_batch(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall, rows: usize) {
+fn report_full_batch(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall, why: String) {
     rewrite.learning_rates.leave_rate_of_fit(span(fit));
     rewrite.diagnose(
-        Diagnostic::new(
-            DATASET_NOT_SHARDED,
-            span(fit),
-            format!("each step of this fit trains on all {rows} rows of its data (one batch holds them), so every worker would compute the same gradient: its epochs were not divided and the learning rate was left as written"),
-        )
-        .with_suggestion("train on more rows than one batch holds to gain from more workers"),
+        Diagnostic::new(DATASET_NOT_SHARDED, span(fit), why)
+            .with_suggestion("train on more rows than one batch holds to gain from more workers"),
     );
 }
