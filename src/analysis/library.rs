@@ -272,19 +272,29 @@ pub fn library_class(canonical: &str) -> Option<LibraryClass> {
     None
 }
 
-/// Library functions that return a Keras model.
+/// The type a catalogued call returns when it returns a Keras model.
+pub const KERAS_MODEL_TYPE: &str = "tensorflow.keras.Model";
+
+/// Library functions that return a Keras model: Keras' own loaders and
+/// applications, and what the catalogue says returns one (a library's
+/// pretrained models, such as Hugging Face's TensorFlow ones).
 pub fn returns_model(canonical: &str) -> bool {
-    matches!(
-        canonical,
-        "tensorflow.keras.models.load_model"
-            | "tensorflow.keras.models.clone_model"
-            | "tensorflow.keras.models.model_from_json"
-            | "tensorflow.keras.saving.load_model"
-    ) || canonical.starts_with("tensorflow.keras.applications.")
-        && canonical
-            .rsplit('.')
-            .next()
-            .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()))
+    let catalogued = super::catalogue::Catalogue::builtin()
+        .call(canonical)
+        .is_some_and(|entry| entry.returns.as_deref() == Some(KERAS_MODEL_TYPE));
+    catalogued
+        || matches!(
+            canonical,
+            "tensorflow.keras.models.load_model"
+                | "tensorflow.keras.models.clone_model"
+                | "tensorflow.keras.models.model_from_json"
+                | "tensorflow.keras.saving.load_model"
+        )
+        || canonical.starts_with("tensorflow.keras.applications.")
+            && canonical
+                .rsplit('.')
+                .next()
+                .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
 /// One optimizer step of a Keras model on one batch: loops of it train GANs

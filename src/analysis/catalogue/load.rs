@@ -330,12 +330,14 @@ fn add_entries(
     for (name, text) in calls {
         let valid_name = !name.is_empty()
             && name.split('.').all(|segment| {
+                // `TF*`: any segment that starts with `TF`.
+                let stem = segment.strip_suffix('*').unwrap_or(segment);
                 segment == "*"
                     || segment == "<builtin>"
-                    || segment
+                    || stem
                         .chars()
                         .all(|character| character.is_alphanumeric() || character == '_')
-                        && !segment.is_empty()
+                        && !stem.is_empty()
             });
         if !valid_name {
             return Err(source.error(

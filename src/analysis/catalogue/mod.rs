@@ -431,7 +431,13 @@ impl Catalogue {
             return Some(entry);
         }
         let segments: Vec<&str> = name.split('.').collect();
-        // The most specific pattern wins (fewest `*`), then the one written last.
+        // `*` stands for a segment, `TF*` for one that starts with `TF`.
+        let matches = |want: &String, have: &&str| match want.strip_suffix('*') {
+            Some(prefix) => have.starts_with(prefix),
+            None => want == have,
+        };
+        // The most specific pattern wins (fewest `*` segments, then fewest
+        // prefixes), then the one written last.
         self.patterns
             .iter()
             .filter(|(pattern, _)| {
@@ -439,9 +445,16 @@ impl Catalogue {
                     && pattern
                         .iter()
                         .zip(&segments)
-                        .all(|(want, have)| want == "*" || want == have)
+                        .all(|(want, have)| matches(want, have))
             })
-            .min_by_key(|(pattern, _)| pattern.iter().filter(|segment| *segment == "*").count())
+            .min_by_key(|(pattern, _)| {
+                let wild = pattern.iter().filter(|segment| *segment == "*").count();
+                let prefixes = pattern
+                    .iter()
+                    .filter(|segment| segment.ends_with('*'))
+                    .count();
+                (wild, prefixes)
+            })
             .map(|(_, entry)| entry)
     }
 
@@ -496,7 +509,7 @@ impl Catalogue {
     fn insert(&mut self, name: String, entry: Entry) {
         if let Some(method) = name.strip_prefix("*.") {
             self.any_receiver.insert(method.to_string(), entry);
-        } else if name.split('.').any(|segment| segment == "*") {
+        } else if name.split('.').any(|segment| segment.ends_with('*')) {
             let segments: Vec<String> = name.split('.').map(str::to_string).collect();
             self.patterns.retain(|(existing, _)| *existing != segments);
             // User entries are inserted last and must win: first match wins.
