@@ -32,10 +32,55 @@ fn lines_with_ranges(text: &str) -> Vec<Range<usize>> {
     ranges
 }
 
+/// Line magics IPython runs without their `%` (its "automagic", on by
+/// default) that write nothing where they run: `pip install x`, `cd data`.
+/// Magics that are shell aliases and write (`mkdir`, `rm`) are left out: as
+/// Python they stay a syntax error, which is said, rather than opaque lines
+/// every worker would run unseen.
+const AUTOMAGICS: &[&str] = &[
+    "pip",
+    "conda",
+    "cd",
+    "pwd",
+    "ls",
+    "env",
+    "load_ext",
+    "reload_ext",
+    "autoreload",
+    "matplotlib",
+    "time",
+    "timeit",
+    "run",
+    "pylab",
+    "tensorflow_version",
+    "who",
+    "whos",
+    "history",
+    "config",
+];
+
+/// Python keywords that may follow a name in a valid statement
+/// (`pip if x else y`, `time in window`).
+const KEYWORDS_AFTER_A_NAME: &[&str] = &["in", "is", "and", "or", "not", "if", "else", "for", "as"];
+
+/// `pip install x`: an automagic's name followed by a word. Two names side
+/// by side are never Python, unless the second is a keyword.
+fn is_automagic_line(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let (Some(first), Some(second)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let starts_a_word = second
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '/' | '~'));
+    AUTOMAGICS.contains(&first) && starts_a_word && !KEYWORDS_AFTER_A_NAME.contains(&second)
+}
+
 /// Whether a line starting a statement is IPython syntax rather than Python.
 fn is_magic_line(line: &str) -> bool {
     let text = line.trim();
-    if text.starts_with('%') || text.starts_with('?') {
+    if text.starts_with('%') || text.starts_with('?') || is_automagic_line(text) {
         return true;
     }
     if text.starts_with('!') && !text.starts_with("!=") {
@@ -252,6 +297,15 @@ mod tests {
                 "model.fit?",
                 "?tf"
             ]
+        );
+    }
+
+    #[test]
+    fn automagic_lines_are_found_and_python_with_those_names_is_not() {
+        let text = "pip install tf-nightly\ncd data\nls -la\ntime = 3\npip.main(['list'])\nenv if ok else other\nrun = run + 1\nrm -rf logs\n";
+        assert_eq!(
+            magic_lines(text),
+            vec!["pip install tf-nightly", "cd data", "ls -la"]
         );
     }
 
