@@ -46,6 +46,16 @@ pub(super) fn warmup_callback(
         ));
         return None;
     }
+    // `for i in range(n): model.fit(..., epochs=10)`: each call's callback
+    // counts its epochs from 0 again, so the ramp would restart every call
+    // on the same model (a model built anew in the loop, one per fold, is
+    // another matter: its ramp starts with it).
+    if fits_one_model_again(rewrite, scope_index, fit, receiver) {
+        *why_not = Some(
+            "the fit runs again and again in a loop, and each call's callback would start the ramp anew, so none was added".into(),
+        );
+        return None;
+    }
     if let Some(why) = steps_unknown_to_keras(rewrite, scope_index, fit) {
         *why_not = Some(why);
         return None;
@@ -95,6 +105,33 @@ pub(super) fn warmup_callback(
         rewrite.hvd,
         rewrite.horovod_call("size")
     ))
+}
+
+/// Whether the fit runs in a loop that neither binds its model anew nor
+/// compiles it again before each call.
+fn fits_one_model_again(
+    rewrite: &ModuleRewrite,
+    scope_index: usize,
+    fit: &ast::ExprCall,
+    receiver: &str,
+) -> bool {
+    let scope = &rewrite.module.scopes[scope_index];
+    let Some(site) = scope.facts.call_at(&span(fit)) else {
+        return false;
+    };
+    site.enclosing_loops.iter().any(|loop_statement| {
+        let inside = span(*loop_statement);
+        let bound_anew = scope.facts.assignments.iter().any(|assignment| {
+            assignment.name == receiver && inside.contains(&span(assignment.statement).start)
+        });
+        let compiled_anew = scope.facts.calls.iter().any(|other| {
+            inside.contains(&span(other.call).start)
+                && matches!(other.call.func.as_ref(), Expr::Attribute(method)
+                    if method.attr.as_str() == "compile"
+                        && crate::analysis::walk::dotted_name(&method.value).as_deref() == Some(receiver))
+        });
+        !bound_anew && !compiled_anew
+    })
 }
 
 /// Why Keras may not know how many steps an epoch of the fit takes: the
