@@ -40,8 +40,7 @@ struct ChainFacts {
 /// Whether `dataset` is (or names) a finite tf.data pipeline whose order an
 /// unseeded `shuffle` draws in each process (see the module comment).
 pub fn shuffled_per_process(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> bool {
-    let mut facts = ChainFacts::default();
-    walk_back(rewrite, scope, dataset, span(dataset).start, 0, &mut facts);
+    let facts = chain_facts(rewrite, scope, dataset);
     facts.reached_source
         && facts.unseeded_shuffle
         && !facts.seeded_shuffle
@@ -53,8 +52,7 @@ pub fn shuffled_per_process(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Ex
 /// epochs cannot be divided either (said in DST101): `None` when it is not
 /// such a pipeline, or when `shuffled_per_process` holds.
 pub fn why_left_whole(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> Option<String> {
-    let mut facts = ChainFacts::default();
-    walk_back(rewrite, scope, dataset, span(dataset).start, 0, &mut facts);
+    let facts = chain_facts(rewrite, scope, dataset);
     if !facts.reached_source || !facts.cut_after_shuffle {
         return None;
     }
@@ -65,6 +63,13 @@ pub fn why_left_whole(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) ->
     } else {
         None
     }
+}
+
+/// What the chain of the pipeline `dataset` holds, walked back from its use.
+fn chain_facts(rewrite: &ModuleRewrite, scope: &Scope, dataset: &Expr) -> ChainFacts {
+    let mut facts = ChainFacts::default();
+    walk_back(rewrite, scope, dataset, span(dataset).start, 0, &mut facts);
+    facts
 }
 
 fn walk_back(

@@ -177,10 +177,7 @@ fn divide_epochs_of_arrays(
     scope: &Scope,
     fit: &ast::ExprCall,
 ) -> bool {
-    let epochs = keyword(fit, "epochs")
-        .map(|keyword| &keyword.value)
-        .or_else(|| fit.args.get(3));
-    divide_epochs_of_arrays_at(rewrite, scope, fit, epochs)
+    divide_epochs_of_arrays_at(rewrite, scope, fit, fit_epochs(fit))
 }
 
 /// The same, with the epochs written where `epochs` is (in the fit, or in
@@ -220,11 +217,7 @@ fn divide_epochs_of_arrays_at(
             {
                 return true;
             }
-            rewrite.divide_expression(epochs);
-            rewrite
-                .learning_rates
-                .fits_with_divided_epochs
-                .push(span(fit));
+            divide_fit_epochs(rewrite, fit, epochs);
             true
         }
         // Only `fit` takes arrays as `fit(x, y)`: `fit_generator(gen, steps, epochs)`
@@ -243,16 +236,10 @@ fn divide_epochs_of_shuffled_pipeline(
     scope: &Scope,
     fit: &ast::ExprCall,
 ) -> bool {
-    let Some(data) = keyword(fit, "x")
-        .map(|keyword| &keyword.value)
-        .or_else(|| fit.args.first())
-    else {
+    let Some(data) = fit_data(fit) else {
         return false;
     };
-    let Some(epochs) = keyword(fit, "epochs")
-        .map(|keyword| &keyword.value)
-        .or_else(|| fit.args.get(3))
-    else {
+    let Some(epochs) = fit_epochs(fit) else {
         return false;
     };
     if literal_int(rewrite, scope, epochs) == Some(1)
@@ -261,18 +248,13 @@ fn divide_epochs_of_shuffled_pipeline(
     {
         return false;
     }
-    let data_text = rewrite.expression_text(data).to_string();
-    let epochs_text = rewrite.expression_text(epochs).to_string();
-    rewrite.divide_expression(epochs);
-    rewrite
-        .learning_rates
-        .fits_with_divided_epochs
-        .push(span(fit));
-    rewrite.diagnose(Diagnostic::new(
-        EPOCHS_DIVIDED,
-        span(epochs),
-        format!("`{data_text}` cannot be split among the workers, and each draws its own order of it (an unseeded `shuffle`): each worker now runs its share of the `{epochs_text}` epochs over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays"),
-    ));
+    let why = format!(
+        "`{}` cannot be split among the workers, and each draws its own order of it (an unseeded `shuffle`): each worker now runs its share of the `{}` epochs over all of it, as Horovod's Keras examples divide the epochs of `fit` on arrays",
+        rewrite.expression_text(data),
+        rewrite.expression_text(epochs)
+    );
+    divide_fit_epochs(rewrite, fit, epochs);
+    rewrite.diagnose(Diagnostic::new(EPOCHS_DIVIDED, span(epochs), why));
     true
 }
 
@@ -291,9 +273,12 @@ fn divide_epochs_of_augmented_arrays(
     };
     let one_order = walks_in_one_order(flow);
     // `fit_generator(generator, steps_per_epoch, epochs)` holds the epochs third.
-    let epochs = keyword(fit, "epochs")
-        .map(|keyword| &keyword.value)
-        .or_else(|| (!is_fit_itself(fit)).then(|| fit.args.get(2)).flatten());
+    let epochs = match is_fit_itself(fit) {
+        true => fit_epochs(fit),
+        false => keyword(fit, "epochs")
+            .map(|keyword| &keyword.value)
+            .or_else(|| fit.args.get(2)),
+    };
     let Some(epochs) = epochs else {
         return false;
     };
@@ -303,17 +288,13 @@ fn divide_epochs_of_augmented_arrays(
     {
         return false;
     }
-    let epochs_text = rewrite.expression_text(epochs).to_string();
-    rewrite.divide_expression(epochs);
-    rewrite
-        .learning_rates
-        .fits_with_divided_epochs
-        .push(span(fit));
-    rewrite.diagnose(Diagnostic::new(
-        EPOCHS_DIVIDED,
-        span(epochs),
-        format!("`{}` walks in-memory arrays in an order each worker draws for itself: each worker now runs its share of the `{epochs_text}` epochs over all of them, as Horovod's Keras examples divide the epochs of `fit` on arrays", rewrite.expression_text(&flow.func)),
-    ));
+    let why = format!(
+        "`{}` walks in-memory arrays in an order each worker draws for itself: each worker now runs its share of the `{}` epochs over all of them, as Horovod's Keras examples divide the epochs of `fit` on arrays",
+        rewrite.expression_text(&flow.func),
+        rewrite.expression_text(epochs)
+    );
+    divide_fit_epochs(rewrite, fit, epochs);
+    rewrite.diagnose(Diagnostic::new(EPOCHS_DIVIDED, span(epochs), why));
     true
 }
 
@@ -323,10 +304,9 @@ fn augmenter_flow<'a>(
     scope: &Scope,
     fit: &'a ast::ExprCall,
 ) -> Option<&'a ast::ExprCall> {
-    let Some(Expr::Call(flow)) = keyword(fit, "x")
-        .or_else(|| keyword(fit, "generator"))
+    let Some(Expr::Call(flow)) = keyword(fit, "generator")
         .map(|keyword| &keyword.value)
-        .or_else(|| fit.args.first())
+        .or_else(|| fit_data(fit))
     else {
         return None;
     };
@@ -376,6 +356,30 @@ fn is_image_augmenter(rewrite: &ModuleRewrite, scope: &Scope, receiver: &Expr, a
     })
 }
 
+/// What a fit trains on: `x`, or its first argument.
+fn fit_data(fit: &ast::ExprCall) -> Option<&Expr> {
+    keyword(fit, "x")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.first())
+}
+
+/// A fit's epochs: `epochs=`, or the fourth argument of `fit(x, y, batch_size, epochs)`.
+fn fit_epochs(fit: &ast::ExprCall) -> Option<&Expr> {
+    keyword(fit, "epochs")
+        .map(|keyword| &keyword.value)
+        .or_else(|| fit.args.get(3))
+}
+
+/// Divides a fit's epochs by the worker count, and tells the rate pass
+/// that this fit's work is split.
+fn divide_fit_epochs(rewrite: &mut ModuleRewrite, fit: &ast::ExprCall, epochs: &Expr) {
+    rewrite.divide_expression(epochs);
+    rewrite
+        .learning_rates
+        .fits_with_divided_epochs
+        .push(span(fit));
+}
+
 /// Whether the call is `receiver.fit(...)` (not `fit_generator`).
 fn is_fit_itself(fit: &ast::ExprCall) -> bool {
     matches!(fit.func.as_ref(), Expr::Attribute(method) if method.attr.as_str() == "fit")
@@ -384,10 +388,8 @@ fn is_fit_itself(fit: &ast::ExprCall) -> bool {
 /// A fit on in-memory arrays (with labels) for exactly one epoch.
 fn one_epoch_of_arrays(rewrite: &ModuleRewrite, scope: &Scope, fit: &ast::ExprCall) -> bool {
     let has_labels = fit.args.len() >= 2 || keyword(fit, "y").is_some();
-    let epochs = keyword(fit, "epochs")
-        .map(|keyword| &keyword.value)
-        .or_else(|| fit.args.get(3));
-    has_labels && epochs.is_some_and(|epochs| literal_int(rewrite, scope, epochs) == Some(1))
+    has_labels
+        && fit_epochs(fit).is_some_and(|epochs| literal_int(rewrite, scope, epochs) == Some(1))
 }
 
 /// Why one batch of a fit on arrays holds all its rows (said in DST101):
