@@ -68,12 +68,10 @@ pub fn guard_statements(
     let range = span(*first).start..span(*last).end;
     let indentation = indentation_at(text, range.start);
     let multiline_strings = multiline_strings(text, statements);
+    let unit = stylist.unit_before(&text[line_start(text, range.start)..range.end]);
     let mut edits = vec![Edit::insertion(
         line_start(text, range.start),
-        format!(
-            "{indentation}if {test}:{}{}",
-            stylist.newline, stylist.indent_unit
-        ),
+        format!("{indentation}if {test}:{}{unit}", stylist.newline),
     )];
     let mut offset = line_end_including_newline(text, range.start);
     while offset < range.end {
@@ -83,7 +81,7 @@ pub fn guard_statements(
         let line_end = line_end_including_newline(text, offset);
         let blank = text[offset..line_end].trim().is_empty();
         if !inside_string && !blank {
-            edits.push(Edit::insertion(offset, stylist.indent_unit.clone()));
+            edits.push(Edit::insertion(offset, unit.to_string()));
         }
         offset = line_end;
     }

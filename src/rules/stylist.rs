@@ -38,6 +38,19 @@ impl Stylist {
         format!("{0}{value}{0}", self.quote)
     }
 
+    /// The step to put in front of each line of `text` to indent it once
+    /// more: a tab where its lines are indented with tabs, since spaces
+    /// before a tab do not parse.
+    pub fn unit_before(&self, text: &str) -> &str {
+        let tab_indented = text
+            .lines()
+            .any(|line| line[..line.len() - line.trim_start().len()].contains('\t'));
+        match tab_indented {
+            true => "\t",
+            false => &self.indent_unit,
+        }
+    }
+
     /// `lines` (each may hold several physical lines) at `indentation`, each
     /// ended by the file's newline; empty lines stay empty.
     pub fn indented_lines(&self, indentation: &str, lines: &[String]) -> String {
@@ -135,6 +148,14 @@ mod tests {
             assert_eq!(stylist.quote, *quote, "{text:?}");
             assert_eq!(stylist.newline, *newline, "{text:?}");
         }
+    }
+
+    #[test]
+    fn lines_indented_with_tabs_are_indented_once_more_with_a_tab() {
+        let stylist = stylist_of("def f():\n    if x:\n        pass\n");
+        assert_eq!(stylist.unit_before("print(1)\n"), "    ");
+        assert_eq!(stylist.unit_before("\tprint(1)\n"), "\t");
+        assert_eq!(stylist.unit_before("for x in y:\n\t\tprint(x)\n"), "\t");
     }
 
     #[test]

@@ -400,7 +400,7 @@ pub(super) fn download_on_rank_zero_first(
     what: &str,
 ) {
     let text = rewrite.source(span(statement)).to_string();
-    let unit = rewrite.stylist.indent_unit.clone();
+    let unit = rewrite.stylist.unit_before(&text).to_string();
     // The statement's text starts at its keyword; its other lines carry the
     // indentation of the block holding it, which the copy must not add twice.
     let own_indentation =
