@@ -21,7 +21,7 @@
 
 use std::collections::HashSet;
 
-use rustpython_parser::ast::{Expr, Stmt};
+use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::facts;
 use crate::analysis::catalogue::{Effect, ShardLevel};
@@ -154,39 +154,11 @@ impl CollectivesAligned {
     /// Training loops that stop on a value each rank decides for itself.
     fn loop_exits(&self, program: &Program) -> Vec<Decision> {
         let train_ops = super::facts::train_op_names(program);
-        // Functions whose body holds a tape: calling one takes a step.
-        let step_functions: Vec<&str> = program
-            .module
-            .sites
-            .iter()
-            .filter(|site| site.scope != 0)
-            .map(|site| program.module.scopes[site.scope].name())
-            .collect();
+        let step_functions = step_functions(program, &train_ops);
         let mut decisions = Vec::new();
         for scope in &program.module.scopes {
             for site in &scope.facts.calls {
-                let steps = match site.call.func.as_ref() {
-                    // A session's `run` steps only when it runs a train op.
-                    Expr::Attribute(attribute) if attribute.attr.as_str() == "run" => {
-                        site.call.args.first().is_some_and(|fetches| {
-                            let mut runs_train_op = false;
-                            walk_expression(fetches, &mut |inner| {
-                                runs_train_op |= crate::analysis::walk::dotted_name(inner)
-                                    .is_some_and(|name| train_ops.contains(&name));
-                            });
-                            runs_train_op
-                        })
-                    }
-                    Expr::Attribute(attribute) => {
-                        matches!(
-                            attribute.attr.as_str(),
-                            "apply_gradients" | "train_on_batch" | "minimize"
-                        ) || step_functions.contains(&attribute.attr.as_str())
-                    }
-                    Expr::Name(name) => step_functions.contains(&name.id.as_str()),
-                    _ => false,
-                };
-                if !steps {
+                if !takes_a_step(site.call, &train_ops, &step_functions) {
                     continue;
                 }
                 let as_the_loop_ends = site.enclosing_loops.last().is_some_and(|innermost| {
@@ -213,6 +185,68 @@ impl CollectivesAligned {
         decisions.sort_by_key(|decision| decision.range.start);
         decisions.dedup();
         decisions
+    }
+}
+
+/// The functions of the module whose call takes an optimizer step: those
+/// holding a training site (a tape), and, transitively, those whose body
+/// calls one or runs a train op (`def update(self, ...)` running
+/// `sess.run([self.train_op, ...])`, called once per environment step).
+fn step_functions<'p>(program: &'p Program, train_ops: &[String]) -> HashSet<&'p str> {
+    let scopes = &program.module.scopes;
+    let mut functions: HashSet<&str> = program
+        .module
+        .sites
+        .iter()
+        .filter(|site| site.scope != 0)
+        .map(|site| scopes[site.scope].name())
+        .collect();
+    loop {
+        let before = functions.len();
+        for scope in scopes.iter().skip(1) {
+            if !functions.contains(scope.name())
+                && scope
+                    .facts
+                    .calls
+                    .iter()
+                    .any(|site| takes_a_step(site.call, train_ops, &functions))
+            {
+                functions.insert(scope.name());
+            }
+        }
+        if functions.len() == before {
+            return functions;
+        }
+    }
+}
+
+/// Whether a call takes an optimizer step: a session's `run` of a train op,
+/// a step method, or a call of a step function.
+fn takes_a_step(
+    call: &ast::ExprCall,
+    train_ops: &[String],
+    step_functions: &HashSet<&str>,
+) -> bool {
+    match call.func.as_ref() {
+        // A session's `run` steps only when it runs a train op.
+        Expr::Attribute(attribute) if attribute.attr.as_str() == "run" => {
+            call.args.first().is_some_and(|fetches| {
+                let mut runs_train_op = false;
+                walk_expression(fetches, &mut |inner| {
+                    runs_train_op |= crate::analysis::walk::dotted_name(inner)
+                        .is_some_and(|name| train_ops.contains(&name));
+                });
+                runs_train_op
+            })
+        }
+        Expr::Attribute(attribute) => {
+            matches!(
+                attribute.attr.as_str(),
+                "apply_gradients" | "train_on_batch" | "minimize"
+            ) || step_functions.contains(attribute.attr.as_str())
+        }
+        Expr::Name(name) => step_functions.contains(name.id.as_str()),
+        _ => false,
     }
 }
 
@@ -498,6 +532,16 @@ fn loop_stop(
     {
         return Some(decision);
     }
+    if let Stmt::For(node) = loop_statement
+        && let Some((append, stopped)) = collected_until_a_local_stop(program, scope, &node.iter)
+    {
+        return Some(Decision::new(
+            COLLECTIVES_ALIGNED,
+            Verdict::Unknown,
+            span(node.iter.as_ref()),
+            format!("the training loop at line {line} runs once per item collected at line {} by the loop at line {}, which stops on a condition each rank decides for itself (an episode's end): the ranks collect different numbers of items and take different numbers of steps, and the others wait forever in the next allreduce", program.line(append), program.line(stopped)),
+        ).with_suggestion("take a fixed number of steps per pass on every rank (a count the ranks agree on), or train on a fixed-size batch drawn from what was collected"));
+    }
     if let Stmt::While(node) = loop_statement
         && decided_locally(program, scope, loop_statement, &node.test)
     {
@@ -509,6 +553,60 @@ fn loop_stop(
         ).with_suggestion("bound the loop by a step count, or test a value averaged with `hvd.allreduce`"));
     }
     None
+}
+
+/// Where the list a `for` loop walks (`episode`, `enumerate(episode)`,
+/// `reversed(episode)`) is appended to inside an earlier loop of the scope
+/// that stops on a rank-local condition (`if done: break`): the append's
+/// offset and that loop's.
+fn collected_until_a_local_stop(
+    program: &Program,
+    scope: &crate::analysis::training::Scope,
+    iterable: &Expr,
+) -> Option<(usize, usize)> {
+    let mut walked = iterable;
+    while let Expr::Call(call) = walked
+        && matches!(call.func.as_ref(), Expr::Name(name) if matches!(name.id.as_str(), "enumerate" | "reversed" | "list"))
+        && let [inner] = call.args.as_slice()
+    {
+        walked = inner;
+    }
+    let Expr::Name(list) = walked else {
+        return None;
+    };
+    let mut found = None;
+    for_each_statement(scope.body, false, &mut |statement| {
+        if found.is_some() || span(statement).start >= span(iterable).start {
+            return;
+        }
+        let (body, test) = match statement {
+            Stmt::For(node) => (&node.body, None),
+            Stmt::While(node) => (&node.body, Some(node.test.as_ref())),
+            _ => return,
+        };
+        let stops_locally = test
+            .is_some_and(|test| decided_locally(program, scope, statement, test))
+            || loop_breaks(body).into_iter().any(|(_, condition)| {
+                condition.is_some_and(|test| decided_locally(program, scope, statement, test))
+            });
+        if !stops_locally {
+            return;
+        }
+        let mut append = None;
+        for_each_statement(std::slice::from_ref(statement), false, &mut |inner| {
+            walk_statement_expressions(inner, &mut |expr| {
+                if let Expr::Call(call) = expr
+                    && let Expr::Attribute(attribute) = call.func.as_ref()
+                    && matches!(attribute.attr.as_str(), "append" | "extend")
+                    && matches!(attribute.value.as_ref(), Expr::Name(name) if name.id == list.id)
+                {
+                    append.get_or_insert(span(expr).start);
+                }
+            });
+        });
+        found = append.map(|append| (append, span(statement).start));
+    });
+    found
 }
 
 /// Where a loop's iterable gets a value drawn at random, through the last

@@ -867,6 +867,30 @@ fn collectives_aligned() {
                 ),
             ),
             (
+                "a method running the train op once per step of an episode that ends on `done`",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "class Agent:\n    def __init__(self):\n        self.x = tf.Variable(1.0)\n        self.train_op = hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.1)).minimize(self.x * self.x)\n    def update(self, sess):\n        sess.run([self.train_op])\nagent = Agent()\nsess = tf.Session()\nsess.run(hvd.broadcast_global_variables(0))\nfor episode in range(10):\n    while True:\n        state, reward, done, _ = env.step(0)\n        agent.update(sess)\n        if done:\n            break\n",
+                ),
+            ),
+            (
+                "steps over the transitions an episode collected until `done`",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    "class Agent:\n    def __init__(self):\n        self.x = tf.Variable(1.0)\n        self.train_op = hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.1)).minimize(self.x * self.x)\n    def update(self, sess):\n        sess.run([self.train_op])\nagent = Agent()\nsess = tf.Session()\nsess.run(hvd.broadcast_global_variables(0))\nfor episode in range(10):\n    transitions = []\n    while True:\n        state, reward, done, _ = env.step(0)\n        transitions.append(state)\n        if done:\n            break\n    for t, transition in enumerate(transitions):\n        agent.update(sess)\n",
+                ),
+            ),
+            (
+                "steps over a fixed number of transitions after each episode",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "class Agent:\n    def __init__(self):\n        self.x = tf.Variable(1.0)\n        self.train_op = hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.1)).minimize(self.x * self.x)\n    def update(self, sess):\n        sess.run([self.train_op])\nagent = Agent()\nsess = tf.Session()\nsess.run(hvd.broadcast_global_variables(0))\nfor episode in range(10):\n    transitions = []\n    while True:\n        state, reward, done, _ = env.step(0)\n        transitions.append(state)\n        if done:\n            break\n    for t in range(32):\n        agent.update(sess)\n",
+                ),
+            ),
+            (
                 "a collective in a function only rank 0 calls",
                 Verdict::Violated,
                 &with(
