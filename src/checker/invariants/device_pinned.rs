@@ -34,6 +34,7 @@ const SESSIONS: &[&str] = &[
     "tensorflow.train.MonitoredTrainingSession",
     "tensorflow.estimator.RunConfig",
     "tensorflow.train.Supervisor",
+    "tensorflow.enable_eager_execution",
 ];
 
 impl Invariant for DevicePinned {

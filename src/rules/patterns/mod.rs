@@ -143,6 +143,15 @@ pub fn plugin_for(pattern: TrainingPattern) -> &'static dyn Pattern {
 /// the one at the process's local rank made the only visible one.
 pub fn tf2_device_pinning(context: &RewriteContext, names: &mut Names) -> Vec<String> {
     let (tf, hvd) = (&context.tf, &context.hvd);
+    if enables_eager_execution(context.module) {
+        let config = names.fresh(&["hvd_config", "horovod_config"]);
+        return vec![
+            format!("{config} = {tf}.ConfigProto()"),
+            format!("{config}.gpu_options.allow_growth = True"),
+            format!("{config}.gpu_options.visible_device_list = str({hvd}.local_rank())"),
+            format!("{tf}.enable_eager_execution(config={config})"),
+        ];
+    }
     let gpus = names.fresh(&["gpus", "hvd_gpus"]);
     let gpu = names.fresh(&["gpu", "hvd_gpu"]);
     let gpu_string = context.string("GPU");
@@ -156,6 +165,31 @@ pub fn tf2_device_pinning(context: &RewriteContext, names: &mut Names) -> Vec<St
             "if {gpus}:\n{unit}{tf}.config.experimental.set_visible_devices({gpus}[{hvd}.local_rank()], {gpu_string})"
         ),
     ]
+}
+
+/// Whether the module is TF1 code that turns eager execution on itself, with
+/// no options (`tf.enable_eager_execution()`): it must be turned on before
+/// any TensorFlow op exists (a barrier's), so the init block turns it on,
+/// with the local rank's GPU as the only visible one; the program's own
+/// call then changes nothing.
+fn enables_eager_execution(module: &ModuleAnalysis) -> bool {
+    let mut calls = module.scopes.iter().flat_map(|scope| {
+        crate::analysis::training::calls_in_scope(scope)
+            .into_iter()
+            .filter(|(_, call)| {
+                scope.bindings.resolve(&call.func).is_some_and(|callee| {
+                    matches!(
+                        crate::analysis::library::canonical_name(&callee).as_str(),
+                        "tensorflow.enable_eager_execution"
+                            | "tensorflow.contrib.eager.enable_eager_execution"
+                    )
+                })
+            })
+            .map(|(_, call)| call.args.is_empty() && call.keywords.is_empty())
+    });
+    calls
+        .next()
+        .is_some_and(|first| first && calls.all(|bare| bare))
 }
 
 /// Graph mode: the barrier runs in the session that saved (the session is
