@@ -8,6 +8,7 @@
 mod api_exists;
 mod collectives_aligned;
 mod conditional_steps;
+mod constant_start;
 mod data_differs;
 mod device_pinned;
 pub mod facts;

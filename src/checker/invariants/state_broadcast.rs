@@ -8,7 +8,8 @@
 //! `BroadcastGlobalVariablesCallback` among a `fit`'s callbacks, a
 //! `BroadcastGlobalVariablesHook` for a monitored session or Estimator,
 //! `hvd.broadcast_variables`/`hvd.broadcast_global_variables` for a custom
-//! loop or a session (after the variables are initialised). **Violated** when
+//! loop or a session (after the variables are initialised), or when a
+//! custom loop trains only variables made from constants. **Violated** when
 //! there is none, or when a session broadcasts before it initialises.
 //! **Unknown** when a `fit`'s callbacks come from where the checker cannot
 //! follow.
@@ -69,7 +70,8 @@ impl Invariant for StateBroadcast {
                 TrainingPattern::Session => {
                     session_broadcast(program, calls, site.range.clone(), line)
                 }
-                _ => broadcast_too_late(program, calls, scope, &site.range)
+                _ => constant_start(program, calls, scope, &site.range)
+                    .or_else(|| broadcast_too_late(program, calls, scope, &site.range))
                     .or_else(|| weights_kept_from_before(program, calls, scope, &site.range))
                     .unwrap_or_else(|| anywhere(program, calls, site.range.clone(), line)),
             };
@@ -268,6 +270,17 @@ fn outermost_loop(scope: &Scope, site: &std::ops::Range<usize>) -> Option<std::o
     path.iter()
         .find(|statement| crate::analysis::walk::is_loop(statement))
         .map(|outermost| span(*outermost))
+}
+
+/// The loop holding `site` trains only variables made from constants.
+fn constant_start(
+    program: &Program,
+    calls: &[ScopedCall],
+    scope: &Scope,
+    site: &std::ops::Range<usize>,
+) -> Option<Decision> {
+    let loop_range = outermost_loop(scope, site)?;
+    super::constant_start::stepped_from_constants(program, calls, scope, &loop_range)
 }
 
 /// A Horovod call that broadcasts the initial state.

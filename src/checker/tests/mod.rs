@@ -277,6 +277,22 @@ fn initial_state_broadcast() {
                 ),
             ),
             (
+                "a tape loop on variables made from constants, with no broadcast",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "W = tf.Variable(0.)\nb = tf.Variable(tf.zeros([1]))\nfor step in range(10):\n    with tf.GradientTape() as tape:\n        loss = W * W + b\n    tape = hvd.DistributedGradientTape(tape)\n    dW, db = tape.gradient(loss, [W, b])\n    W.assign_sub(0.1 * dW)\n    b.assign_sub(0.1 * db)\n",
+                ),
+            ),
+            (
+                "a tape loop on a variable drawn at random, with no broadcast",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "W = tf.Variable(tf.random.normal([1]))\nfor step in range(10):\n    with tf.GradientTape() as tape:\n        loss = W * W\n    tape = hvd.DistributedGradientTape(tape)\n    dW = tape.gradient(loss, W)\n    W.assign_sub(0.1 * dW)\n",
+                ),
+            ),
+            (
                 "a broadcast in the loop after the one that trains first",
                 Verdict::Violated,
                 &with(
