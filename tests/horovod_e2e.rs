@@ -120,6 +120,8 @@ e2e_cases!(
     tf1_batches_drawn_by_helper,
     tf1_global_cursor_left_whole,
     tape_loop_cursor_left_whole,
+    tape_demo_gradient_beside_constant_start,
+    keras_models_returned_in_a_tuple,
     keras_one_cycle_horizon,
     tape_episode_stop_averaged,
     tape_trainer_attribute_models,

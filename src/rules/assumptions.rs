@@ -599,7 +599,7 @@ fn training_functions_as_values(rewrite: &mut ModuleRewrite) {
 /// Whether `name`, read at `at` in `scope`, is the module's function of
 /// that name: not a parameter or local of the scope or of a function
 /// around it (`def __init__(self, train, test)` reading `train['X']`), nor
-/// a top-level name bound to something else by then.
+/// a top-level name bound to something else by then, or not yet defined.
 fn names_the_module_function(
     module: &crate::analysis::training::ModuleAnalysis,
     scope: &Scope,
@@ -616,14 +616,34 @@ fn names_the_module_function(
                 .facts
                 .assignments
                 .iter()
-                .any(|assignment| assignment.name == name);
+                .any(|assignment| assignment.name == name)
+            || defines_locally(enclosing.body, name);
         if local {
             return false;
         }
         current = enclosing.parent.map(|parent| &module.scopes[parent]);
     }
+    // At the top level, a read before the `def` runs reads something else.
     let top_level_at = scope.function.is_none().then_some(at);
-    module.module.definition_at(name, top_level_at).is_some()
+    module
+        .module
+        .definition_at(name, top_level_at)
+        .is_some_and(|definition| top_level_at.is_none_or(|at| span(definition).start <= at))
+}
+
+/// Whether a function body defines a function or class of that name (a
+/// `@tf.custom_gradient` function's own `def grad(dy)`).
+fn defines_locally(body: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    crate::analysis::walk::for_each_statement(body, false, &mut |statement| {
+        found |= match statement {
+            Stmt::FunctionDef(function) => function.name.as_str() == name,
+            Stmt::AsyncFunctionDef(function) => function.name.as_str() == name,
+            Stmt::ClassDef(class) => class.name.as_str() == name,
+            _ => false,
+        };
+    });
+    found
 }
 
 fn assumed_models(rewrite: &mut ModuleRewrite) {

@@ -9,6 +9,7 @@ mod linking;
 pub use linking::model_function_name;
 mod models;
 mod scopes;
+mod shown_gradients;
 mod sites;
 mod summaries;
 
