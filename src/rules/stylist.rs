@@ -4,9 +4,9 @@
 
 use rustpython_parser::ast::{self, Constant, Expr, Stmt};
 
-use crate::analysis::walk::{for_each_statement, walk_statement_expressions};
+use crate::analysis::walk::{for_each_statement, nested_bodies, walk_statement_expressions};
 use crate::python::parse::span;
-use crate::python::source::newline_style;
+use crate::python::source::{indentation_at, line_start, newline_style};
 
 /// How one file writes Python.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ const DEFAULT_LINE_LENGTH: usize = 88;
 impl Stylist {
     pub fn detect(text: &str, body: &[Stmt]) -> Stylist {
         Stylist {
-            indent_unit: indent_unit(text),
+            indent_unit: indent_unit(text, body),
             quote: quote_style(body, text),
             newline: newline_style(text),
             line_length: DEFAULT_LINE_LENGTH,
@@ -68,28 +68,32 @@ impl Stylist {
     }
 }
 
-/// The indentation one level adds in this file: the step after the first
-/// block opener (4 spaces when the file has no block).
-fn indent_unit(text: &str) -> String {
-    let mut opener_indentation: Option<usize> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start_matches([' ', '\t']);
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
+/// The indentation one level adds in this file: the step from the first
+/// block opener to its body, read from the statements (a line ending in a
+/// colon may be a `lambda x:` continued on the next line); 4 spaces when the
+/// file has no block.
+fn indent_unit(text: &str, body: &[Stmt]) -> String {
+    let mut unit = None;
+    for_each_statement(body, true, &mut |statement| {
+        if unit.is_some() {
+            return;
         }
-        let width = line.len() - trimmed.len();
-        if let Some(opener) = opener_indentation
-            && width > opener
+        let Some(first) = nested_bodies(statement)
+            .into_iter()
+            .find_map(|block| block.first())
+        else {
+            return;
+        };
+        let opener = indentation_at(text, span(statement).start);
+        let inner = indentation_at(text, span(first).start);
+        if line_start(text, span(first).start) != line_start(text, span(statement).start)
+            && inner.len() > opener.len()
+            && let Some(step) = inner.strip_prefix(opener)
         {
-            return line[opener..width].to_string();
+            unit = Some(step.to_string());
         }
-        opener_indentation = None;
-        let code = trimmed.split('#').next().unwrap_or_default().trim_end();
-        if code.ends_with(':') && !code.starts_with(['"', '\'']) {
-            opener_indentation = Some(width);
-        }
-    }
-    "    ".to_string()
+    });
+    unit.unwrap_or_else(|| "    ".to_string())
 }
 
 /// The quote character most string literals of the file use.
@@ -141,6 +145,13 @@ mod tests {
             ),
             // A colon inside a string is no block opener.
             ("'a:'\nif x:\n   pass\n", "   ", '\'', "\n"),
+            // Nor is a lambda's, whose body continues on the next line.
+            (
+                "d = ds.map(lambda x:\n                  x + 1)\nfor y in d:\n    pass\n",
+                "    ",
+                '"',
+                "\n",
+            ),
         ];
         for (text, indent, quote, newline) in cases {
             let stylist = stylist_of(text);
