@@ -40,6 +40,7 @@ pub(super) fn model_factories(
     scopes_per_module: &[Vec<Scope>],
 ) -> HashSet<String> {
     let mut factories: HashSet<String> = HashSet::new();
+    let mut found_functions: HashSet<String> = HashSet::new();
     // The factories the last round found: a function that is not a factory
     // yet can only become one by calling one of them.
     let mut newly_found: Option<HashSet<String>> = None;
@@ -53,25 +54,30 @@ pub(super) fn model_factories(
             .zip(scopes_per_module)
             .flat_map(|(module, scopes)| {
                 let factories = &factories;
+                let found_functions = &found_functions;
                 let newly_found = newly_found.as_ref();
                 scopes
                     .par_iter()
                     .filter(|scope| {
-                        scope.function.is_some() && !factories.contains(&scope.qualified_name)
+                        scope.function.is_some() && !found_functions.contains(&scope.qualified_name)
                     })
                     .filter(move |scope| {
                         newly_found.is_none_or(|newly_found| {
                             calls_any(package, module, scope, newly_found)
                         })
                     })
-                    .filter(move |scope| returns_model(package, module, scope, factories))
-                    .map(|scope| scope.qualified_name.clone())
+                    .flat_map_iter(move |scope| returned_models(package, module, scope, factories))
             })
             .collect();
         if found_in_modules.is_empty() {
             break;
         }
         factories.extend(found_in_modules.iter().cloned());
+        found_functions.extend(
+            found_in_modules
+                .iter()
+                .map(|entry| factory_function(entry).to_string()),
+        );
         newly_found = Some(found_in_modules);
     }
     factories
@@ -85,8 +91,11 @@ fn calls_any(
     functions: &HashSet<String>,
 ) -> bool {
     scope.facts.calls.iter().any(|site| {
-        callee_name(package, module, scope, &site.call.func)
-            .is_some_and(|callee| functions.contains(&callee))
+        callee_name(package, module, scope, &site.call.func).is_some_and(|callee| {
+            functions
+                .iter()
+                .any(|function| factory_function(function) == callee)
+        })
     })
 }
 
@@ -453,6 +462,15 @@ fn model_names(
     for (stmt, calls) in scope.facts.statements_with_calls() {
         if let Stmt::Assign(assign) = stmt {
             for target in &assign.targets {
+                // `model, encoder = build()`: the places the factory returns models at.
+                if let Expr::Call(call) = assign.value.as_ref()
+                    && tuple_elements(target).is_some()
+                {
+                    models.extend(unpacked_models(
+                        package, module, scope, call, target, factories,
+                    ));
+                    continue;
+                }
                 // `model = ...` and `self.model = ...` alike.
                 let Some(name) = dotted_name(target) else {
                     continue;
@@ -461,6 +479,7 @@ fn model_names(
                     Expr::Call(call) if creates_model(package, module, scope, call, factories) => {
                         models.insert(name);
                     }
+
                     _ => {
                         assigned_other.insert(name);
                     }
@@ -484,6 +503,79 @@ fn model_names(
         }
     }
     models
+}
+
+/// What a factory returns models at, as entries of the factory set: its
+/// qualified name when it returns a model, and `name[i]` for each place `i`
+/// of a returned tuple that holds one (`return autoencoder, encoder`).
+fn returned_models(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    factories: &HashSet<String>,
+) -> Vec<String> {
+    if returns_model(package, module, scope, factories) {
+        return vec![scope.qualified_name.clone()];
+    }
+    let mut places = std::collections::BTreeSet::new();
+    let mut models: Option<HashSet<String>> = None;
+    for_each_statement(scope.body, false, &mut |stmt| {
+        let Stmt::Return(ast::StmtReturn {
+            value: Some(value), ..
+        }) = stmt
+        else {
+            return;
+        };
+        let Expr::Tuple(tuple) = value.as_ref() else {
+            return;
+        };
+        for (place, element) in tuple.elts.iter().enumerate() {
+            let is_model = match element {
+                Expr::Name(name) => models
+                    .get_or_insert_with(|| {
+                        model_names(package, module, scope, factories, &HashSet::new())
+                    })
+                    .contains(name.id.as_str()),
+                Expr::Call(call) => creates_model(package, module, scope, call, factories),
+                _ => false,
+            };
+            if is_model {
+                places.insert(place);
+            }
+        }
+    });
+    places
+        .into_iter()
+        .map(|place| format!("{}[{place}]", scope.qualified_name))
+        .collect()
+}
+
+/// The function an entry of the factory set names (`f` of `f[1]`).
+fn factory_function(entry: &str) -> &str {
+    entry
+        .split_once('[')
+        .map_or(entry, |(function, _)| function)
+}
+
+/// The names of `a, b, c = factory(...)` that the factory returns models at.
+fn unpacked_models(
+    package: &Package,
+    module: &Module,
+    scope: &Scope,
+    call: &ast::ExprCall,
+    target: &Expr,
+    factories: &HashSet<String>,
+) -> Vec<String> {
+    let Some(callee) = callee_name(package, module, scope, &call.func) else {
+        return Vec::new();
+    };
+    tuple_elements(target)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .filter(|(place, _)| factories.contains(&format!("{callee}[{place}]")))
+        .filter_map(|(_, element)| dotted_name(element))
+        .collect()
 }
 
 fn returns_model(

@@ -129,10 +129,17 @@ pub(super) fn factory_scope(
                 continue;
             }
             if let Stmt::Assign(assign) = stmt
-                && assign
-                    .targets
-                    .iter()
-                    .any(|target| dotted_name(target).as_deref() == Some(receiver))
+                && assign.targets.iter().any(|target| {
+                    // `model = build()`, or `model, encoder = build()`.
+                    let names = match target {
+                        Expr::Tuple(tuple) => tuple.elts.iter().collect(),
+                        Expr::List(list) => list.elts.iter().collect(),
+                        single => vec![single],
+                    };
+                    names
+                        .into_iter()
+                        .any(|name| dotted_name(name).as_deref() == Some(receiver))
+                })
                 && let Expr::Call(call) = assign.value.as_ref()
                 && let Expr::Name(function) = call.func.as_ref()
             {
