@@ -102,19 +102,28 @@ fn feeds_a_training_set(site: &CallSite, scope: &Scope, target: &Expr) -> bool {
     false
 }
 
-/// `np.random.shuffle(samples)` then `samples[:n]`: the order decides the split.
+/// `np.random.shuffle(samples)` then `samples[:n]`: the order decides the
+/// split. So it does through a list built in that order (`for x in samples:
+/// files.append(...)`, then `files[:n]`).
 fn sliced_later(site: &CallSite, scope: &Scope, list: &Expr) -> bool {
     let Expr::Name(list) = list else {
         return false;
     };
     let after = span(site.statement).end;
+    sliced_after(scope, list.id.as_str(), after)
+        || lists_built_in_order(scope, list.id.as_str(), after)
+            .iter()
+            .any(|(built, at)| sliced_after(scope, built, *at))
+}
+
+fn sliced_after(scope: &Scope, list: &str, after: usize) -> bool {
     scope.facts.statements.iter().any(|statement| {
         span(*statement).start >= after && {
             let mut sliced = false;
             walk_statement_expressions(statement, &mut |expr| {
                 if let Expr::Subscript(subscript) = expr
                     && matches!(subscript.slice.as_ref(), Expr::Slice(_))
-                    && matches!(subscript.value.as_ref(), Expr::Name(name) if name.id == list.id)
+                    && matches!(subscript.value.as_ref(), Expr::Name(name) if name.id.as_str() == list)
                 {
                     sliced = true;
                 }
@@ -122,6 +131,34 @@ fn sliced_later(site: &CallSite, scope: &Scope, list: &Expr) -> bool {
             sliced
         }
     })
+}
+
+/// The lists a `for` loop over `list` after `after` appends to, in its
+/// order, with where each loop ends.
+fn lists_built_in_order(scope: &Scope, list: &str, after: usize) -> Vec<(String, usize)> {
+    let mut built = Vec::new();
+    for statement in &scope.facts.statements {
+        let Stmt::For(node) = statement else {
+            continue;
+        };
+        if span(*statement).start < after
+            || !matches!(node.iter.as_ref(), Expr::Name(name) if name.id.as_str() == list)
+        {
+            continue;
+        }
+        crate::analysis::walk::for_each_statement(&node.body, false, &mut |inner| {
+            walk_statement_expressions(inner, &mut |expr| {
+                if let Expr::Call(call) = expr
+                    && let Expr::Attribute(attribute) = call.func.as_ref()
+                    && attribute.attr.as_str() == "append"
+                    && let Expr::Name(target) = attribute.value.as_ref()
+                {
+                    built.push((target.id.to_string(), span(*statement).end));
+                }
+            });
+        });
+    }
+    built
 }
 
 /// The unseeded split a package function draws, followed through the
