@@ -444,6 +444,23 @@ impl Package {
                 }
                 return self.resolve_symbol_bounded(&target, depth + 1);
             }
+            // `from pylib.path import *` in `pylib/__init__.py` re-exports
+            // `pylib.path.mkdir` as `pylib.mkdir`.
+            let starred = module.bindings.star_imports.iter().find_map(|star| {
+                self.module(star)?;
+                let mut target = star.clone();
+                for segment in rest {
+                    target.push('.');
+                    target.push_str(segment);
+                }
+                match self.resolve_symbol_bounded(&target, depth + 1) {
+                    Symbol::Unknown | Symbol::External => None,
+                    found => Some(found),
+                }
+            });
+            if let Some(found) = starred {
+                return found;
+            }
             if self.module_names.contains(module_name.as_str()) {
                 return Symbol::Unknown;
             }
