@@ -38,6 +38,8 @@ enum Download {
     SkipsWhatIsThere,
     /// A package function whose downloads and writes skip what is there.
     HelperSkipsWhatIsThere,
+    /// A package function that only makes directories where there are none.
+    HelperMakesDirectories,
     /// Such a function that also builds graph ops: called once per rank,
     /// rank 0's call first, the others' after a barrier.
     HelperBuildsGraphOps,
@@ -122,6 +124,13 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                     statement,
                     &barrier,
                     "downloads or writes files every worker shares, skipping those already there: rank 0 now calls it first and the others wait for it",
+                ),
+                Download::HelperMakesDirectories => made_on_rank_zero_first(
+                    rewrite,
+                    statement,
+                    &barrier,
+                    "makes directories every worker shares, only where there are none: rank 0 now calls it first and the others wait for it, then find them there",
+                    "rank 0 has made them; the others find them there",
                 ),
                 Download::HelperBuildsGraphOps => download_in_turn(rewrite, statement, &barrier),
                 // Only a statement whose result nobody uses can run on rank 0 alone.
@@ -350,10 +359,12 @@ fn through_package_function(
     if analysis.effects.opaque.contains(&callee) {
         return None;
     }
+    // A directory made only where there is none (`if not os.path.exists(d):
+    // os.makedirs(d)`) is there for the others once rank 0 has made it.
     let skips = reached.iter().any(|effect| {
         matches!(
             effect.effect,
-            Effect::Downloads { .. } | Effect::Writes { .. }
+            Effect::Downloads { .. } | Effect::Writes { .. } | Effect::CreatesDirectory { .. }
         )
     }) && reached.iter().all(|effect| {
         // A removal under the same test (an archive deleted once unpacked)
@@ -361,8 +372,12 @@ fn through_package_function(
         effect.skips_what_is_there
             && (!own_module || matches!(effect.effect, Effect::Downloads { .. }))
     });
+    let only_directories = reached
+        .iter()
+        .all(|effect| matches!(effect.effect, Effect::CreatesDirectory { .. }));
     match (skips && !trains, builds_graph_ops) {
         (false, _) => None,
+        (true, false) if only_directories => Some(Download::HelperMakesDirectories),
         (true, false) => Some(Download::HelperSkipsWhatIsThere),
         (true, true) => Some(Download::HelperBuildsGraphOps),
     }
@@ -399,6 +414,24 @@ pub(super) fn download_on_rank_zero_first(
     barrier: &[String],
     what: &str,
 ) {
+    made_on_rank_zero_first(
+        rewrite,
+        statement,
+        barrier,
+        what,
+        "rank 0 has downloaded it; the others find it there",
+    );
+}
+
+/// Rank 0 runs the statement first, then the barrier says `done` where the
+/// others wait; then every rank runs it, finding what rank 0 made.
+fn made_on_rank_zero_first(
+    rewrite: &mut ModuleRewrite,
+    statement: &Stmt,
+    barrier: &[String],
+    what: &str,
+    done: &str,
+) {
     let text = rewrite.source(span(statement)).to_string();
     let unit = rewrite.stylist.unit_before(&text).to_string();
     // The statement's text starts at its keyword; its other lines carry the
@@ -416,10 +449,7 @@ pub(super) fn download_on_rank_zero_first(
             false => format!("{unit}{line}"),
         }
     }));
-    lines.extend(with_comment(
-        barrier,
-        "rank 0 has downloaded it; the others find it there",
-    ));
+    lines.extend(with_comment(barrier, done));
     rewrite.insert_before_statement(&span(statement), &lines);
     let first_line = said(&text);
     rewrite.diagnose(Diagnostic::new(

@@ -1,0 +1,2 @@
+"""Helpers of the package, re-exported at its top."""
+from util.files import *
