@@ -145,12 +145,13 @@ fn compiled_only_to_evaluate(program: &Program, compile: &ScopedCall) -> bool {
         }
         for statement in &scope.facts.statements {
             if index == compile.scope_index
-                && bound.is_some()
-                && binding_seen(
+                && let Some(bound) = bound
+                && !binding_may_reach(
                     compile.scope,
                     name,
+                    bound,
                     crate::python::parse::span(*statement).start,
-                ) != bound
+                )
             {
                 continue;
             }
@@ -187,6 +188,34 @@ fn binding_seen(scope: &crate::analysis::training::Scope, name: &str, at: usize)
         })
         .map(|range| range.start)
         .max()
+}
+
+/// Whether the binding of `name` made at `bound` may still hold at `at`:
+/// `at` comes after it, and no assignment between them rebinds the name on
+/// every path (`if tpu: model = to_tpu(model)` may not run, so `return
+/// model` after it may return the model bound first).
+fn binding_may_reach(
+    scope: &crate::analysis::training::Scope,
+    name: &str,
+    bound: usize,
+    at: usize,
+) -> bool {
+    at >= bound
+        && !scope
+            .facts
+            .assignments
+            .iter()
+            .filter(|assignment| assignment.name == name)
+            .map(|assignment| crate::python::parse::span(assignment.statement))
+            .filter(|range| range.start > bound && range.start <= at)
+            .any(|range| {
+                crate::analysis::walk::path_to(scope.body, &range).is_some_and(|path| {
+                    path.iter()
+                        .map(|statement| crate::python::parse::span(*statement))
+                        .filter(|enclosing| *enclosing != range)
+                        .all(|enclosing| enclosing.contains(&at))
+                })
+            })
 }
 
 /// `super().compile(...)` inside a model class's own `compile`: the
