@@ -55,7 +55,8 @@ struct Enclosing<'a, 'p> {
     prefix: &'p str,
     /// The class whose body this is (functions in it are its methods).
     class: Option<&'a ast::StmtClassDef>,
-    /// Inside an `if`/`try`/loop rather than unconditional.
+    /// Inside an `if`/`try`/loop rather than unconditional (a `with` block
+    /// runs its body).
     conditional: bool,
 }
 
@@ -126,8 +127,10 @@ impl<'a> ScopeCollector<'a, '_> {
                 };
                 self.collect_nested_scopes(&class_def.body, &class_body);
             } else {
+                // A `with` block always runs its body (`with strategy.scope():`).
+                let always_runs = matches!(stmt, Stmt::With(_) | Stmt::AsyncWith(_));
                 let conditional_body = Enclosing {
-                    conditional: true,
+                    conditional: enclosing.conditional || !always_runs,
                     ..*enclosing
                 };
                 for nested in nested_bodies(stmt) {
