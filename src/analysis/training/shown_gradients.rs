@@ -15,8 +15,10 @@ use crate::python::parse::span;
 
 /// Whether every `gradient` call on the tape `stmt` opens is shown and
 /// nothing else: printed directly, or bound to a name that the scope only
-/// prints afterwards and no function reads.
-pub fn gradients_only_shown(scope: &Scope, stmt: &Stmt) -> bool {
+/// prints afterwards, differentiates again (`t1.gradient(dx, x)`), or
+/// returns from a function that is only called to be printed; and no other
+/// function reads it. `module_body` is the whole module's.
+pub fn gradients_only_shown(scope: &Scope, stmt: &Stmt, module_body: &[Stmt]) -> bool {
     let Stmt::With(with) = stmt else {
         return false;
     };
@@ -69,7 +71,14 @@ pub fn gradients_only_shown(scope: &Scope, stmt: &Stmt) -> bool {
                 Stmt::Assign(assign) if span(assign.value.as_ref()) == call => {
                     match assign.targets.as_slice() {
                         [Expr::Name(name)] => {
-                            only_printed(scope.body, name.id.as_str(), call.end, &shown)
+                            let returned_to_print = function_only_printed(scope, module_body);
+                            only_printed(
+                                scope.body,
+                                name.id.as_str(),
+                                call.end,
+                                &shown,
+                                returned_to_print,
+                            )
                         }
                         _ => false,
                     }
@@ -105,14 +114,26 @@ fn within(ranges: &[Range<usize>], inner: &Range<usize>) -> bool {
 /// or calls it (a function of that name defined later: a gradient is not
 /// callable), and every read in a nested function that does not bind the
 /// name itself calls it.
-fn only_printed(body: &[Stmt], name: &str, after: usize, shown: &[Range<usize>]) -> bool {
+fn only_printed(
+    body: &[Stmt],
+    name: &str,
+    after: usize,
+    shown: &[Range<usize>],
+    returned_to_print: bool,
+) -> bool {
     let mut fine = true;
     for_each_statement(body, false, &mut |statement| {
         let called = called_ranges(statement);
+        let differentiated = differentiated_ranges(statement);
+        let returned = returned_to_print && matches!(statement, Stmt::Return(_));
         walk_statement_expressions(statement, &mut |expr| {
             if reads(expr, name) {
                 let at = span(expr);
-                fine &= called.contains(&at) || at.start < after || within(shown, &at);
+                fine &= called.contains(&at)
+                    || at.start < after
+                    || within(shown, &at)
+                    || within(&differentiated, &at)
+                    || returned;
             }
         });
         fine &= nested_reads_call(statement, name);
@@ -171,6 +192,41 @@ fn binds(arguments: &ast::Arguments, body: &[Stmt], name: &str) -> bool {
 
 fn reads(expr: &Expr, name: &str) -> bool {
     matches!(expr, Expr::Name(read) if read.id.as_str() == name && read.ctx == ast::ExprContext::Load)
+}
+
+/// The arguments of the `gradient` calls of one statement: a gradient
+/// differentiated again (a second derivative) is shown through that one.
+fn differentiated_ranges(statement: &Stmt) -> Vec<Range<usize>> {
+    let mut ranges = Vec::new();
+    walk_statement_expressions(statement, &mut |expr| {
+        if let Expr::Call(call) = expr
+            && matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "gradient")
+        {
+            ranges.extend(call.args.iter().map(span));
+        }
+    });
+    ranges
+}
+
+/// Whether the scope is a module function that is called, and only inside
+/// prints (`print(grad_logexp(x).numpy())`): what it returns is shown.
+fn function_only_printed(scope: &Scope, module_body: &[Stmt]) -> bool {
+    if scope.function.is_none() || scope.class.is_some() {
+        return false;
+    }
+    let name = scope.name();
+    let shown = printed_ranges(module_body);
+    let mut calls = 0;
+    let mut fine = true;
+    for_each_statement(module_body, true, &mut |statement| {
+        walk_statement_expressions(statement, &mut |expr| {
+            if reads(expr, name) {
+                calls += 1;
+                fine &= within(&shown, &span(expr));
+            }
+        });
+    });
+    calls > 0 && fine
 }
 
 /// The callee ranges of the calls of one statement.

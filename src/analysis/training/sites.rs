@@ -127,7 +127,7 @@ fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut Fou
     for (stmt, calls) in scope.scope.facts.statements_with_calls() {
         if opens_gradient_tape(scope.scope, stmt)
             && !differentiates_watched_inputs(scope.scope, stmt)
-            && !super::shown_gradients::gradients_only_shown(scope.scope, stmt)
+            && !super::shown_gradients::gradients_only_shown(scope.scope, stmt, &module.module.body)
         {
             // A tape in a Keras model's own `train_step` is part of `fit`: its
             // gradients skip the DistributedOptimizer's averaging, so the Keras
