@@ -501,7 +501,9 @@ fn make_directory_creation_race_free(rewrite: &mut ModuleRewrite) {
     let module = rewrite.module;
     for scope in &module.scopes {
         for site in &scope.facts.calls {
-            if module.index.is_under_rank_zero(&span(site.statement)) {
+            if module.index.is_under_rank_zero(&span(site.statement))
+                || fails_where_it_is_there(rewrite, scope, site.call)
+            {
                 continue;
             }
             let Some(Effect::CreatesDirectory {
@@ -522,6 +524,48 @@ fn make_directory_creation_race_free(rewrite: &mut ModuleRewrite) {
             }
         }
     }
+}
+
+/// `if os.path.isdir(d): raise ...` before `os.mkdir(d)`: the program stops
+/// where the directory is there, so a worker that finds another's stops;
+/// making the creation race-free would not help, and the checker says so.
+fn fails_where_it_is_there(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    call: &ast::ExprCall,
+) -> bool {
+    let Some(path) = call.args.first().map(|path| rewrite.expression_text(path)) else {
+        return false;
+    };
+    scope.facts.statements.iter().any(|statement| {
+        let Stmt::If(node) = statement else {
+            return false;
+        };
+        if span(*statement).start >= span(call).start {
+            return false;
+        }
+        let mut tests_the_path = false;
+        crate::analysis::walk::walk_expression(&node.test, &mut |expr| {
+            if let Expr::Call(test) = expr
+                && matches!(test.func.as_ref(), Expr::Attribute(attribute)
+                    if matches!(attribute.attr.as_str(), "exists" | "isdir"))
+            {
+                tests_the_path |= test
+                    .args
+                    .first()
+                    .is_some_and(|tested| rewrite.expression_text(tested) == path);
+            }
+        });
+        // `if os.path.isdir(d): raise ... else: os.mkdir(...)` tests it too.
+        let in_its_else = node.orelse.iter().any(|inner| {
+            span(inner).start <= span(call).start && span(call).end <= span(inner).end
+        });
+        (tests_the_path || in_its_else)
+            && node
+                .body
+                .iter()
+                .any(|inner| matches!(inner, Stmt::Raise(_)))
+    })
 }
 
 /// `exist_ok=True` where the call passes nothing for it.
