@@ -637,7 +637,9 @@ fn is_full_batch(rewrite: &ModuleRewrite, for_loop: &ast::StmtFor) -> bool {
             return;
         }
         walk_statement_expressions(stmt, &mut |expr| {
-            draws |= draws_data(expr, &counters)
+            let shown_by_a_function = matches!(expr, Expr::Call(call)
+                if super::shown_counters::only_shows_counters(rewrite, call, &|argument| mentions_any(argument, &counters)));
+            draws |= (draws_data(expr, &counters) && !shown_by_a_function)
                 || matches!(expr, Expr::Call(call) if crate::analysis::effects::package_function_draws(
                     rewrite.analysis,
                     rewrite.module,
@@ -722,15 +724,7 @@ fn draws_data(expr: &Expr, counters: &HashSet<&str>) -> bool {
         Expr::Call(call) => {
             let callee = dotted_name(&call.func).unwrap_or_default().to_lowercase();
             // Printing, formatting, logging or plotting a message draws nothing.
-            let formats = matches!(call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "format");
-            let shows = ["plt.", "pyplot.", "logging.", "logger.", "log."]
-                .iter()
-                .any(|prefix| callee.starts_with(prefix));
-            let is_print = callee == "print"
-                || callee.ends_with(".print")
-                || callee == "str"
-                || formats
-                || shows;
+            let is_print = super::shown_counters::shows(call);
             DRAWS_DATA.iter().any(|word| callee.contains(word))
                 || (!is_print && call.args.iter().any(mentions_counter))
         }

@@ -33,6 +33,7 @@ pub mod shard_placement;
 pub mod sharding;
 pub mod shared_writes;
 pub mod shell_lines;
+pub mod shown_counters;
 pub mod shuffled_pipeline;
 pub mod strategies;
 

@@ -21,6 +21,8 @@
 //! the right-hand side of an assignment; the loop calling the step is in the
 //! same module.
 
+mod manual_steps;
+
 use crate::rules::BROADCAST_PLACEMENT;
 use crate::rules::assumptions::FUNCTION_PASSED_AS_VALUE;
 use crate::rules::passes::learning_rate::OPTIMIZER_NOT_FOUND;
@@ -126,6 +128,7 @@ fn rewrite_module(rewrite: &mut ModuleRewrite) {
         }
         let applies = apply_gradients_calls(scope);
         if applies.is_empty() {
+            manual_steps::split_manual_step_loops(rewrite, index);
             continue;
         }
         handled_scopes.push(index);
