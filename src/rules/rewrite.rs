@@ -115,6 +115,9 @@ pub struct ModuleRewrite<'a> {
     /// variables, when the module opens several (a demo session first):
     /// DST200 points at that session, not at the first one.
     pub first_training_session: Option<usize>,
+    /// The statements put under a rank-0 guard so far: what runs in them
+    /// runs on rank 0 alone, which reads its own writes without waiting.
+    pub guarded_ranges: Vec<std::ops::Range<usize>>,
     /// Errors that refuse the module: a training loop found, while
     /// rewriting, to be impossible to make whole. The module then gets no
     /// edits at all.
@@ -203,6 +206,7 @@ impl<'a> ModuleRewrite<'a> {
             loops_seen: 0,
             full_batch_loops: 0,
             first_training_session: None,
+            guarded_ranges: Vec::new(),
             refusals: Vec::new(),
             helpers: HashMap::new(),
         }
@@ -340,6 +344,10 @@ impl<'a> ModuleRewrite<'a> {
                 .and_then(|notebook| notebook.cell_number_at(span(*statement).start))
         };
         for run in statements.chunk_by(|first, second| cell(first) == cell(second)) {
+            if let (Some(first), Some(last)) = (run.first(), run.last()) {
+                self.guarded_ranges
+                    .push(span(*first).start..span(*last).end);
+            }
             let edits = edit_builders::guard_statements(self.text, &self.stylist, run, &test);
             self.sink.extend(edits);
         }

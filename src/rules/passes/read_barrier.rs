@@ -60,7 +60,12 @@ pub fn run(rewrite: &mut ModuleRewrite) {
                 Some(looped) if written < looped.start => looped,
                 Some(_) => continue,
             };
-            if waited_before.contains(&statement.start) {
+            // Put under rank 0 by this rewrite: rank 0 reads its own write.
+            let guarded = rewrite
+                .guarded_ranges
+                .iter()
+                .any(|range| range.start <= statement.start && statement.end <= range.end);
+            if waited_before.contains(&statement.start) || guarded {
                 continue;
             }
             // A barrier this pass put before an earlier read of the same
