@@ -63,7 +63,8 @@ pub fn gradients_only_shown(scope: &Scope, stmt: &Stmt, module_body: &[Stmt]) ->
     // A tape the program wraps for Horovod itself stays a site, so that the
     // checker can say its gradients feed no optimizer step.
     let wrapped = scope.facts.calls.iter().any(|site| {
-        matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "DistributedGradientTape")
+        (opened..until).contains(&span(site.call).start)
+            && matches!(site.call.func.as_ref(), Expr::Attribute(attribute) if attribute.attr.as_str() == "DistributedGradientTape")
             && matches!(site.call.args.first(), Some(Expr::Name(name)) if name.id.as_str() == tape)
     });
     let shown = printed_ranges(scope.body);
