@@ -9,7 +9,7 @@ use std::ops::Range;
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::Scope;
-use super::sites::is_gradient_tape_call;
+use super::sites::tape_opened;
 use crate::analysis::walk::{for_each_statement, walk_statement_expressions};
 use crate::python::parse::span;
 
@@ -19,21 +19,7 @@ use crate::python::parse::span;
 /// returns from a function that is only called to be printed; and no other
 /// function reads it. `module_body` is the whole module's.
 pub fn gradients_only_shown(scope: &Scope, stmt: &Stmt, module_body: &[Stmt]) -> bool {
-    let Stmt::With(with) = stmt else {
-        return false;
-    };
-    let Some(tape) = with
-        .items
-        .iter()
-        .find_map(|item| match item.optional_vars.as_deref() {
-            Some(Expr::Name(name))
-                if is_gradient_tape_call(&scope.bindings, &item.context_expr) =>
-            {
-                Some(name.id.as_str())
-            }
-            _ => None,
-        })
-    else {
+    let Some(tape) = tape_opened(scope, stmt) else {
         return false;
     };
     // This tape's calls: up to where the name is bound to another tape.

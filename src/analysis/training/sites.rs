@@ -165,16 +165,12 @@ fn find_sites_in_scope(module: &ModuleFacts, scope: &ScopeFacts, found: &mut Fou
     }
 }
 
-/// A tape whose `gradient(target, sources)` calls all take sources it
-/// `watch`es (`with tf.GradientTape() as t: t.watch(images)`, then
-/// `t.gradient(score, [images])`): gradients with respect to inputs (a
-/// saliency map, a gradient penalty), which no optimizer applies.
-pub fn differentiates_watched_inputs(scope: &Scope, stmt: &Stmt) -> bool {
+/// The name `with tf.GradientTape() as tape:` binds, when `stmt` is one.
+pub(super) fn tape_opened<'a>(scope: &Scope, stmt: &'a Stmt) -> Option<&'a str> {
     let Stmt::With(with) = stmt else {
-        return false;
+        return None;
     };
-    let Some(tape) = with
-        .items
+    with.items
         .iter()
         .find_map(|item| match item.optional_vars.as_deref() {
             Some(Expr::Name(name))
@@ -184,7 +180,14 @@ pub fn differentiates_watched_inputs(scope: &Scope, stmt: &Stmt) -> bool {
             }
             _ => None,
         })
-    else {
+}
+
+/// A tape whose `gradient(target, sources)` calls all take sources it
+/// `watch`es (`with tf.GradientTape() as t: t.watch(images)`, then
+/// `t.gradient(score, [images])`): gradients with respect to inputs (a
+/// saliency map, a gradient penalty), which no optimizer applies.
+pub fn differentiates_watched_inputs(scope: &Scope, stmt: &Stmt) -> bool {
+    let Some(tape) = tape_opened(scope, stmt) else {
         return false;
     };
     let on_tape = |method: &str| -> Vec<&ast::ExprCall> {
