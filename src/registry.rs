@@ -1,8 +1,9 @@
 //! Every diagnostic code the tool can emit, gathered at the top of the crate
 //! from where each is declared (the rules and their passes, the patterns,
-//! the checker's invariants) and handed down to what looks codes up: the
-//! configuration, the result cache and the SARIF rule table. The layers
-//! below never reach up for it.
+//! the checker's invariants, the engine's linking of rewrites across
+//! modules) and handed down to what looks codes up: the configuration, the
+//! result cache and the SARIF rule table. The layers below never reach up
+//! for it.
 
 use crate::diagnostics::Code;
 
@@ -12,6 +13,7 @@ pub fn all_codes() -> &'static [Code] {
     static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
         let mut codes = crate::rules::registry::codes();
         codes.extend(crate::checker::codes());
+        codes.push(crate::engine::LINKED_REWRITES);
         codes.sort();
         codes
     });

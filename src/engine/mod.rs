@@ -3,6 +3,8 @@
 //! apply the edits and check that the result parses, then let the checker
 //! judge each rewrite (`proof`): safe, unsafe, or withdrawn.
 
+mod linked;
+pub use linked::LINKED_REWRITES;
 mod proof;
 
 use std::collections::HashSet;

@@ -44,6 +44,10 @@ pub fn judge_rewrites(
     config: &Config,
 ) -> Vec<ModuleOutcome> {
     if candidates.iter().any(Candidate::is_checked) {
+        let had_rewrite: Vec<bool> = candidates
+            .iter()
+            .map(|candidate| candidate.rewritten.is_some())
+            .collect();
         let package = package_as_rewritten(analysis.package, &candidates);
         let checked = Analysis::with_catalogue(&package, analysis.catalogue.clone());
         for candidate in candidates
@@ -55,6 +59,7 @@ pub fn judge_rewrites(
             apply_judgement(analysis, candidate, decisions, config);
             report_violations_as_written(analysis, candidate, in_users_code);
         }
+        super::linked::couple(analysis, &mut candidates, &had_rewrite);
     }
     candidates
         .into_iter()

@@ -398,6 +398,10 @@ fn single_gpu_training(
         {
             "Keras `train_on_batch`"
         }
+        // A `compile` (or a callbacks list) that another module's fit runs.
+        Some(site) if site.pattern == TrainingPattern::Keras && site.is_model_function => {
+            "the Keras model another module fits"
+        }
         _ => plugin.description(),
     };
     let message = if rewrite.had_horovod {
