@@ -122,6 +122,7 @@ e2e_cases!(
     tape_loop_cursor_left_whole,
     tape_demo_gradient_beside_constant_start,
     keras_models_returned_in_a_tuple,
+    keras_compiled_by_helper_other_module,
     keras_helpers_re_exported_by_star,
     tape_manual_updates_on_batches,
     keras_one_cycle_horizon,

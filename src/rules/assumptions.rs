@@ -367,7 +367,20 @@ fn optimizer_assignments(rewrite: &ModuleRewrite, scope: &Scope) -> OptimizerAss
 
 fn report_creations(rewrite: &mut ModuleRewrite, scope: &Scope, found: &OptimizerAssignments) {
     let creations = &found.creations;
-    for range in found.conditional.iter().cloned() {
+    // An Estimator's model_fn builds its one optimizer under `if mode ==
+    // TRAIN:` by design: one creation per call, which is what is assumed.
+    let single_in_model_function = creations.values().map(Vec::len).sum::<usize>() == 1
+        && rewrite.module.sites.iter().any(|site| {
+            site.is_model_function
+                && site.pattern == crate::analysis::training::TrainingPattern::Estimator
+                && rewrite.module.scopes[site.scope].qualified_name == scope.qualified_name
+        });
+    let conditional = if single_in_model_function {
+        &[][..]
+    } else {
+        &found.conditional[..]
+    };
+    for range in conditional.iter().cloned() {
         rewrite.diagnose(
             Diagnostic::new(CREATED_CONDITIONALLY, range, "the optimizer is created inside a conditional or loop block, but the rewrite assumes one optimizer per training loop: check that the one used for training is scaled and wrapped")
                 .with_suggestion("choose the optimizer class conditionally, then create it once unconditionally"),

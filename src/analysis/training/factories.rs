@@ -47,7 +47,7 @@ pub(super) fn attach_parts_made_elsewhere(package: &Package, modules: &mut [Modu
     for (fitting_module, fitting_scope, part) in parts {
         match part {
             (receiver, MadeElsewhere::Model(function)) => {
-                if attach_compiles(modules, &function) {
+                if attach_compiles(package, modules, &function) {
                     modules[fitting_module]
                         .compiled_elsewhere
                         .insert((fitting_scope, receiver));
@@ -79,10 +79,21 @@ fn attach_estimator_factories(package: &Package, modules: &mut [ModuleAnalysis])
             let Some((_, call)) = find_call(scope, &site.range) else {
                 continue;
             };
-            let Expr::Attribute(attribute) = call.func.as_ref() else {
-                continue;
+            // `estimator.train(...)`, or `train_and_evaluate(estimator, ...)`.
+            let estimator = match call.func.as_ref() {
+                Expr::Attribute(attribute) if attribute.attr.as_str() != "train_and_evaluate" => {
+                    &attribute.value
+                }
+                _ => match call
+                    .args
+                    .first()
+                    .or_else(|| keyword(call, "estimator").map(|estimator| &estimator.value))
+                {
+                    Some(estimator) => estimator,
+                    None => continue,
+                },
             };
-            if let Some(Expr::Call(made)) = made_by(analysis, site.scope, &attribute.value)
+            if let Some(Expr::Call(made)) = made_by(analysis, site.scope, estimator)
                 && let Some(callee) = callee_name(package, analysis.module, scope, &made.func)
                 && !callee.starts_with(&format!("{}.", analysis.module.name))
                 && super::models::is_estimator_factory(package, &callee)
@@ -197,24 +208,58 @@ fn made_by<'a>(
         .find_map(|scope| scope.facts.last_value_of(&name))
 }
 
-/// A Keras site at each `compile` of the function `name`; whether it has one.
-fn attach_compiles(modules: &mut [ModuleAnalysis], name: &str) -> bool {
+/// A Keras site at each `compile` of the function `name`, or, where it has
+/// none, of the helpers it calls that compile a model they are handed
+/// (`compile_model(model, rate)`); whether it found one.
+fn attach_compiles(package: &Package, modules: &mut [ModuleAnalysis], name: &str) -> bool {
     let Some((module_index, scope_index)) = function_scope(modules, name) else {
         return false;
     };
-    let analysis = &mut modules[module_index];
-    let compiles: Vec<_> = calls_in_scope(&analysis.scopes[scope_index])
+    let mut compiles = vec![(
+        module_index,
+        scope_index,
+        own_compiles(&modules[module_index].scopes[scope_index]),
+    )];
+    if compiles[0].2.is_empty() {
+        let analysis = &modules[module_index];
+        let scope = &analysis.scopes[scope_index];
+        compiles = calls_in_scope(scope)
+            .into_iter()
+            .filter_map(|(_, call)| callee_name(package, analysis.module, scope, &call.func))
+            .filter_map(|helper| function_scope(modules, &helper))
+            .map(|(module, scope)| {
+                let helper = &modules[module].scopes[scope];
+                let of_parameters = own_compiles(helper)
+                    .into_iter()
+                    .filter(|(receiver, _)| helper.parameters.contains(receiver))
+                    .collect();
+                (module, scope, of_parameters)
+            })
+            .collect();
+    }
+    let mut found = false;
+    for (module, scope, ranges) in compiles {
+        for (_, range) in ranges {
+            found = true;
+            add_site_once(
+                &mut modules[module].sites,
+                model_function_site(scope, range),
+            );
+        }
+    }
+    found
+}
+
+/// The `compile` calls of a scope's own statements, with their receivers.
+fn own_compiles(scope: &super::Scope) -> Vec<(String, std::ops::Range<usize>)> {
+    calls_in_scope(scope)
         .into_iter()
         .filter(|(_, call)| is_compile_with_arguments(call))
-        .map(|(_, call)| span(call))
-        .collect();
-    for range in &compiles {
-        add_site_once(
-            &mut analysis.sites,
-            model_function_site(scope_index, range.clone()),
-        );
-    }
-    !compiles.is_empty()
+        .filter_map(|(_, call)| match call.func.as_ref() {
+            Expr::Attribute(attribute) => Some((dotted_name(&attribute.value)?, span(call))),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A Keras site at the list the function `name` returns (directly, or

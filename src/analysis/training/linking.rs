@@ -88,11 +88,37 @@ pub fn model_function_name(
     argument: &Expr,
 ) -> Option<String> {
     let function = function_behind_partial(argument)?;
+    let function = factory_call_named(scope, function).unwrap_or(function);
     if let Expr::Call(factory_call) = function {
         let factory = callee_name(package, analysis.module, scope, &factory_call.func)?;
         return super::models::returned_inner_function(package, &factory);
     }
     callee_name(package, analysis.module, scope, function)
+}
+
+/// The factory call a name holds when the scope binds it once, to that call
+/// (`model_fn = model.generate_model_fn(...)`, then `Estimator(model_fn=model_fn)`).
+fn factory_call_named<'a>(scope: &Scope<'a>, function: &Expr) -> Option<&'a Expr> {
+    let Expr::Name(name) = function else {
+        return None;
+    };
+    if scope
+        .parameters
+        .iter()
+        .any(|parameter| parameter == name.id.as_str())
+    {
+        return None;
+    }
+    let mut assignments = scope
+        .facts
+        .assignments
+        .iter()
+        .filter(|assignment| assignment.name == name.id.as_str());
+    let only = assignments.next()?;
+    (assignments.next().is_none()
+        && matches!(only.value, Expr::Call(_))
+        && span(only.statement).start < span(function).start)
+        .then_some(only.value)
 }
 
 /// The function an argument names: `functools.partial(model_fn, ...)` names it first.
