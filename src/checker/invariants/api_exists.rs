@@ -82,7 +82,7 @@ impl Invariant for ApiExists {
             }
             if (raw.starts_with("horovod.tensorflow.keras.") || raw.starts_with("horovod.keras."))
                 && raw.ends_with(".DistributedOptimizer")
-                && let Some(Expr::Call(inner)) = call.site.call.args.first()
+                && let Some(Expr::Call(inner)) = optimizer_built(call)
                 && call
                     .scope
                     .bindings
@@ -95,6 +95,21 @@ impl Invariant for ApiExists {
             }
         }
         decisions
+    }
+}
+
+/// The optimizer a `DistributedOptimizer` call wraps, as built: the call in
+/// its argument, or the value its argument's name was last assigned in the
+/// scope (`optimizer = tf.train.RMSPropOptimizer(...)`, then
+/// `optimizer = hvd.DistributedOptimizer(optimizer)`).
+fn optimizer_built<'a>(call: &crate::checker::program::ScopedCall<'_, 'a>) -> Option<&'a Expr> {
+    match call.site.call.args.first()? {
+        Expr::Name(name) => call
+            .scope
+            .facts
+            .assignment_before(name.id.as_str(), span(call.site.call).start)
+            .map(|assignment| assignment.value),
+        built => Some(built),
     }
 }
 

@@ -234,7 +234,7 @@ fn takes_a_step(
                 let mut runs_train_op = false;
                 walk_expression(fetches, &mut |inner| {
                     runs_train_op |= crate::analysis::walk::dotted_name(inner)
-                        .is_some_and(|name| train_ops.contains(&name));
+                        .is_some_and(|name| super::facts::is_train_op(&name, train_ops));
                 });
                 runs_train_op
             })

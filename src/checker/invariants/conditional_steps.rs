@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use rustpython_parser::ast::{Expr, Stmt};
+use rustpython_parser::ast::{self, Expr, Stmt};
 
 use crate::analysis::index::CallSite;
 use crate::analysis::training::Scope;
@@ -38,6 +38,13 @@ pub(super) fn step_gated_on_random_gathering(
         return None;
     };
     let looped = path[loop_at];
+    // `while episodes < N:` ... `if done: episodes += 1; update(...)`: the
+    // gate counts the loop's own passes, so each rank takes exactly N steps.
+    if let Stmt::While(node) = looped
+        && gate_advances_the_bound(gate, &node.test)
+    {
+        return None;
+    }
     let body = match looped {
         Stmt::For(node) => &node.body,
         Stmt::While(node) => &node.body,
@@ -83,6 +90,24 @@ pub(super) fn step_gated_on_random_gathering(
             }
         });
     });
+    // `while episodes < N:` ... `if episodes % k == 0: update(...)`: a test
+    // of the loop's own bound counter (and of names the loop never sets)
+    // comes out alike on every rank, pass by pass of that counter.
+    if let Stmt::While(node) = looped {
+        let mut bounds = HashSet::new();
+        walk_expression(&node.test, &mut |expr| {
+            if let Expr::Name(name) = expr {
+                bounds.insert(name.id.to_string());
+            }
+        });
+        if tested.iter().any(|name| bounds.contains(name))
+            && tested
+                .iter()
+                .all(|name| bounds.contains(name) || !grown.contains(name.as_str()))
+        {
+            return None;
+        }
+    }
     // What the loop appends to first: a counter it only adds to says less.
     let mut gathered: Vec<&String> = tested
         .iter()
@@ -105,4 +130,19 @@ pub(super) fn step_gated_on_random_gathering(
         )
         .with_suggestion("make every rank take the same number of steps: draw with one seed on every rank and take this rank's share of the batches, or agree on the count with an allreduce of its minimum"),
     )
+}
+
+/// Whether the gate's own block adds to a name the `while` loop's test reads.
+fn gate_advances_the_bound(gate: &ast::StmtIf, test: &Expr) -> bool {
+    let mut bounds = HashSet::new();
+    walk_expression(test, &mut |expr| {
+        if let Expr::Name(name) = expr {
+            bounds.insert(name.id.to_string());
+        }
+    });
+    gate.body.iter().any(|statement| {
+        matches!(statement, Stmt::AugAssign(node)
+            if matches!(node.op, ast::Operator::Add)
+                && matches!(node.target.as_ref(), Expr::Name(name) if bounds.contains(name.id.as_str())))
+    })
 }

@@ -316,3 +316,17 @@ pub fn train_op_names(program: &Program) -> Vec<String> {
         .map(|assignment| assignment.name.clone())
         .collect()
 }
+
+/// Whether a fetched name is one of the train ops: the name itself, or,
+/// for a train op a class keeps on `self` (`self.update_model = ...`), the
+/// same attribute of an instance (`net.update_model`).
+pub fn is_train_op(fetched: &str, train_ops: &[String]) -> bool {
+    train_ops.iter().any(|train_op| {
+        fetched == train_op
+            || train_op.strip_prefix("self.").is_some_and(|attribute| {
+                fetched
+                    .strip_suffix(attribute)
+                    .is_some_and(|receiver| receiver.ends_with('.'))
+            })
+    })
+}

@@ -484,7 +484,8 @@ fn trains_in(
             && call.site.call.args.first().is_some_and(|fetches| {
                 let mut runs = false;
                 walk_expression(fetches, &mut |inner| {
-                    runs |= dotted_name(inner).is_some_and(|fetched| train_ops.contains(&fetched));
+                    runs |= dotted_name(inner)
+                        .is_some_and(|fetched| super::facts::is_train_op(&fetched, train_ops));
                 });
                 runs
             });

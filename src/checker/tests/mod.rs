@@ -857,6 +857,22 @@ fn collectives_aligned() {
                 ),
             ),
             (
+                "a model class's train op, run through an instance per environment step of an episode",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "class Net:\n    def __init__(self):\n        self.x = tf.Variable(1.0)\n        self.update_model = hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.1)).minimize(self.x * self.x)\nnet = Net()\nsess = tf.Session()\nsess.run(hvd.broadcast_global_variables(0))\nfor episode in range(10):\n    j = 0\n    while j < 99:\n        j += 1\n        s1, r, d, _ = env.step(0)\n        sess.run(net.update_model)\n        if d:\n            break\n",
+                ),
+            ),
+            (
+                "a step gated on the episode counter the loop is bounded by",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import numpy as np\nx = tf.Variable(1.0)\nopt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))\ntrain_op = opt.minimize(x * x)\nsess = tf.Session()\nepisodes = 0\nrewards = []\nwhile episodes < 100:\n    observation, reward, done, _ = env.step(np.random.randint(2))\n    rewards.append(reward)\n    if done:\n        episodes += 1\n        if episodes % 4 == 0:\n            sess.run(train_op)\n            rewards = []\n",
+                ),
+            ),
+            (
                 "a step gated on a batch filled without random draws",
                 Verdict::Proven,
                 &with(
@@ -1028,6 +1044,22 @@ fn api_exists_in_version() {
                 &with(
                     KERAS,
                     "model.compile(optimizer=hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.001)), loss='mse')\n",
+                ),
+            ),
+            (
+                "a TF1 optimizer bound to a name, then wrapped by the Keras DistributedOptimizer",
+                Verdict::Violated,
+                &with(
+                    KERAS,
+                    "optimizer = tf.train.RMSPropOptimizer(0.05)\noptimizer = hvd.DistributedOptimizer(optimizer)\nmodel.compile(optimizer, 'mse')\n",
+                ),
+            ),
+            (
+                "a Keras optimizer bound to a name, then wrapped by the Keras DistributedOptimizer",
+                Verdict::Proven,
+                &with(
+                    KERAS,
+                    "optimizer = tf.keras.optimizers.RMSprop(0.05)\noptimizer = hvd.DistributedOptimizer(optimizer)\nmodel.compile(optimizer, 'mse')\n",
                 ),
             ),
             (
