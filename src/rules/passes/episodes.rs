@@ -32,6 +32,36 @@ pub fn ends_with_an_episode(loop_statement: &Stmt) -> bool {
     }
 }
 
+/// The loop whose passes take the training step at `statement`, from the
+/// loops around it, innermost last: the innermost, unless it plays one
+/// episode and the step runs as the episode ends (`if done: update(); break`),
+/// then the loop around the episodes (an episode's length is no work bound).
+/// `Err` with the episode loop when the step runs once per environment step
+/// of an episode, which ends at a different step on each worker.
+pub fn loop_taking_steps<'a>(
+    loops: &[&'a Stmt],
+    statement: &Stmt,
+) -> Option<Result<&'a Stmt, &'a Stmt>> {
+    let innermost = *loops.last()?;
+    for &loop_statement in loops.iter().rev() {
+        if !ends_with_an_episode(loop_statement) {
+            return Some(Ok(loop_statement));
+        }
+        if crate::analysis::walk::runs_as_the_loop_ends(loop_statement, statement) {
+            continue;
+        }
+        // `if done: episodes += 1; update(...)` in a loop that goes on to
+        // the next episode: one step per episode, and the loop counts them.
+        return if runs_when_the_episode_ends(loop_statement, statement) {
+            Some(Ok(loop_statement))
+        } else {
+            Some(Err(loop_statement))
+        };
+    }
+    // One step per episode and no loop around the episodes: as written.
+    Some(Ok(innermost))
+}
+
 /// Whether a loop steps an environment anywhere in it, nested loops
 /// included: the data it gathers differs per worker.
 pub fn steps_an_environment_within(loop_statement: &Stmt) -> bool {
@@ -102,6 +132,47 @@ pub fn steps_differ_per_worker(rewrite: &ModuleRewrite, episode: &Stmt) -> Diagn
 }
 
 /// `env.step(action)`: a call of `step` on a receiver named as an environment.
+/// Whether `statement` sits in an `if` of the loop's own body that tests
+/// the flag its environment step says the episode ended with (`_, _, done, _
+/// = env.step(a)`, then `if done:`).
+fn runs_when_the_episode_ends(loop_statement: &Stmt, statement: &Stmt) -> bool {
+    let body = match loop_statement {
+        Stmt::While(node) => &node.body,
+        Stmt::For(node) => &node.body,
+        _ => return false,
+    };
+    let mut flags: Vec<String> = Vec::new();
+    crate::analysis::walk::for_each_statement(body, false, &mut |own| {
+        if let Stmt::Assign(assign) = own
+            && matches!(assign.value.as_ref(), Expr::Call(call) if is_environment_step(call))
+            && let [Expr::Tuple(ast::ExprTuple { elts, .. })] = assign.targets.as_slice()
+        {
+            // Gym's `obs, reward, done, info`, or `terminated, truncated` of five.
+            let positions: &[usize] = if elts.len() == 5 { &[2, 3] } else { &[2] };
+            flags.extend(
+                positions
+                    .iter()
+                    .filter_map(|&position| elts.get(position).and_then(dotted_name)),
+            );
+        }
+    });
+    let at = span(statement);
+    body.iter().any(|own| {
+        let Stmt::If(choice) = own else {
+            return false;
+        };
+        let mut tests_flag = false;
+        crate::analysis::walk::walk_expression(&choice.test, &mut |inner| {
+            tests_flag |= dotted_name(inner).is_some_and(|name| flags.contains(&name));
+        });
+        tests_flag
+            && choice.body.iter().any(|inner| {
+                let range = span(inner);
+                range.start <= at.start && at.end <= range.end
+            })
+    })
+}
+
 fn is_environment_step(call: &ast::ExprCall) -> bool {
     matches!(call.func.as_ref(), Expr::Attribute(attribute)
         if attribute.attr.as_str() == "step"

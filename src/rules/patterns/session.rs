@@ -20,6 +20,7 @@ use rustpython_parser::ast::{self, Expr, Stmt};
 use super::Pattern;
 use crate::analysis::training::calls_in_scope;
 use crate::analysis::training::find_call;
+use crate::rules::passes::episodes::steps_differ_per_worker;
 use crate::rules::passes::loop_steps::divide_loop_steps;
 use crate::rules::rewrite::ModuleRewrite;
 
@@ -206,10 +207,14 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
                     && !train_ops.is_empty()
                     && trains
                 {
-                    let own_loop = path_to(scope.body, &span(stmt))
-                        .and_then(|path| path.iter().rev().find(|stmt| is_loop(stmt)).copied());
+                    let own_loop =
+                        path_to(scope.body, &span(stmt)).and_then(|path| taking_steps(&path, stmt));
                     match own_loop {
-                        Some(innermost) => {
+                        Some(Err(episode)) => {
+                            let refusal = steps_differ_per_worker(rewrite, episode);
+                            rewrite.refuse(refusal);
+                        }
+                        Some(Ok(innermost)) => {
                             if divided.insert(span(innermost)) {
                                 divide_loop_steps(rewrite, innermost);
                             }
@@ -236,7 +241,7 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
             let Some(path) = path_to(scope.body, &span(stmt)) else {
                 continue;
             };
-            let Some(innermost) = path.iter().rev().find(|stmt| is_loop(stmt)).copied() else {
+            let Some(taken) = taking_steps(&path, stmt) else {
                 // A step function (`train_step(x_batch, y_batch)`): the loops
                 // calling it take the steps.
                 for caller_loop in loops_calling(rewrite, scope) {
@@ -246,12 +251,28 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
                 }
                 continue;
             };
-            if divided.insert(span(innermost)) {
-                divide_loop_steps(rewrite, innermost);
+            match taken {
+                Err(episode) => {
+                    let refusal = steps_differ_per_worker(rewrite, episode);
+                    rewrite.refuse(refusal);
+                }
+                Ok(innermost) => {
+                    if divided.insert(span(innermost)) {
+                        divide_loop_steps(rewrite, innermost);
+                    }
+                }
             }
         }
     }
     divide_loops_calling_step_methods(rewrite, &step_methods, &mut divided);
+}
+
+/// The loop that takes a step's passes, of the statements on the path to it
+/// (`episodes::loop_taking_steps`); `Err` with an episode loop that takes
+/// one per environment step.
+fn taking_steps<'a>(path: &[&'a Stmt], statement: &Stmt) -> Option<Result<&'a Stmt, &'a Stmt>> {
+    let loops: Vec<&Stmt> = path.iter().copied().filter(|stmt| is_loop(stmt)).collect();
+    crate::rules::passes::episodes::loop_taking_steps(&loops, statement)
 }
 
 /// The innermost loops around the calls, in this module, of a plain
