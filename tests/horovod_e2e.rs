@@ -123,6 +123,7 @@ e2e_cases!(
     tape_demo_gradient_beside_constant_start,
     keras_models_returned_in_a_tuple,
     keras_compiled_by_helper_other_module,
+    keras_two_inputs_rows_shared,
     tf1_policy_updates_once_per_episode,
     keras_helpers_re_exported_by_star,
     tape_manual_updates_on_batches,

@@ -165,7 +165,8 @@ pub(super) fn share_rows_by_rank(rewrite: &mut ModuleRewrite, fit: &ast::ExprCal
 }
 
 /// `rank_rows(rows)`: every N-th row from this worker's rank, cut to the
-/// same count on every worker. Shares that differ by one row can differ by
+/// same count on every worker; each array of a list or dict of model inputs
+/// (a name bound to `[input_a, input_b]`) alike. Shares that differ by one row can differ by
 /// one batch, and a worker with one more step would wait forever for the
 /// others' gradients.
 fn rank_rows_helper(rewrite: &mut ModuleRewrite, site: usize) -> String {
@@ -175,7 +176,12 @@ fn rank_rows_helper(rewrite: &mut ModuleRewrite, site: usize) -> String {
         vec![
             format!("def {helper}(rows):"),
             format!("{unit}\"\"\"This worker's share of the rows: every N-th from its rank, the same"),
-            format!("{unit}count on every worker (their gradient allreduces pair up).\"\"\""),
+            format!("{unit}count on every worker (their gradient allreduces pair up). A list or"),
+            format!("{unit}dict holds one array per model input: each is shared alike.\"\"\""),
+            format!("{unit}if isinstance(rows, (list, tuple)):"),
+            format!("{unit}{unit}return type(rows)({helper}(part) for part in rows)"),
+            format!("{unit}if isinstance(rows, dict):"),
+            format!("{unit}{unit}return {{key: {helper}(part) for key, part in rows.items()}}"),
             format!("{unit}usable = len(rows) // {hvd}.size() * {hvd}.size()"),
             format!("{unit}return rows[{hvd}.rank():usable:{hvd}.size()]"),
         ]

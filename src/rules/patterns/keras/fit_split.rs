@@ -392,6 +392,15 @@ fn one_epoch_of_arrays(rewrite: &ModuleRewrite, scope: &Scope, fit: &ast::ExprCa
         && fit_epochs(fit).is_some_and(|epochs| literal_int(rewrite, scope, epochs) == Some(1))
 }
 
+/// A list (or tuple) of the model's inputs, each an array of rows, rather
+/// than a list of literal rows.
+fn is_list_of_inputs(value: &Expr) -> bool {
+    matches!(value, Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
+    if elts.first().is_some_and(|first| {
+        !matches!(first, Expr::List(_) | Expr::Tuple(_) | Expr::Constant(_))
+    }))
+}
+
 /// Why one batch of a fit on arrays holds all its rows (said in DST101):
 /// `batch_size` counts the data's rows, or the rows are written out in the
 /// code and `batch_size` (a number, or Keras' default) is at least their number.
@@ -404,7 +413,17 @@ fn rows_one_batch_covers(
         .map(|keyword| &keyword.value)
         .or_else(|| fit.args.first())?;
     // `fit([user_ids, movie_ids], ...)`: a list of the model's inputs, each
-    // with the rows; a list of literal rows is the data itself.
+    // with the rows; a list of literal rows is the data itself. Also through
+    // a name bound to such a list (`inputs = [prices, volumes]`).
+    let data = match data {
+        Expr::Name(name) => scope
+            .facts
+            .assignment_before(name.id.as_str(), span(fit).start)
+            .map(|assignment| assignment.value)
+            .filter(|value| is_list_of_inputs(value))
+            .unwrap_or(data),
+        other => other,
+    };
     let data = match data {
         Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. })
             if elts.first().is_some_and(|first| {
