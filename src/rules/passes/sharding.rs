@@ -465,8 +465,51 @@ fn continued_pipeline_source(
         return None;
     }
     let root = chain_root(value);
+    // `tokenizer = build(x for x in train_examples)` or
+    // `vectorizer.adapt(train_text)` beside `train = train_examples.map(...)`:
+    // a shard above would give each worker a vocabulary of its own.
+    if let Expr::Name(root_name) = root
+        && consumed_elsewhere(rewrite, root_name.id.as_str(), span(value))
+    {
+        return None;
+    }
     pipeline_source(rewrite, builder, root)
         .or_else(|| loaded_splits::unpacked_split(rewrite, builder, root))
+}
+
+/// Whether the module iterates the dataset `name` holds (the iterable of a
+/// loop or comprehension) or hands it to a call, outside `continuation`:
+/// what it builds there (a vocabulary, statistics) would differ per worker
+/// if the dataset were sharded.
+fn consumed_elsewhere(rewrite: &ModuleRewrite, name: &str, continuation: Range<usize>) -> bool {
+    let is_name = |expr: &Expr| {
+        matches!(expr, Expr::Name(found) if found.id.as_str() == name)
+            && !(continuation.start <= span(expr).start && span(expr).end <= continuation.end)
+    };
+    let mut consumed = false;
+    for scope in &rewrite.module.scopes {
+        for statement in &scope.facts.statements {
+            if let Stmt::For(node) = statement
+                && is_name(&node.iter)
+            {
+                consumed = true;
+            }
+            crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| match expr {
+                Expr::GeneratorExp(ast::ExprGeneratorExp { generators, .. })
+                | Expr::ListComp(ast::ExprListComp { generators, .. })
+                | Expr::SetComp(ast::ExprSetComp { generators, .. })
+                | Expr::DictComp(ast::ExprDictComp { generators, .. }) => {
+                    consumed |= generators.iter().any(|generator| is_name(&generator.iter));
+                }
+                Expr::Call(call) => {
+                    consumed |= call.args.iter().any(is_name)
+                        || call.keywords.iter().any(|keyword| is_name(&keyword.value));
+                }
+                _ => {}
+            });
+        }
+    }
+    consumed
 }
 
 /// `train_ds = mnist_dataset()` or `train, test = make_datasets()`: the
