@@ -116,6 +116,14 @@ pub fn of_call<'c>(
             return Known::Nothing;
         }
         if let Some(entry) = catalogue.call(callee) {
+            // `subprocess.run(["gsutil", "cp", ...])`: what its program does.
+            if let Some(command) = catalogue.shell_command_of(entry, call) {
+                return if catalogue.shell_command_writes(&command) {
+                    Known::Catalogued(Catalogue::shell_program_writes())
+                } else {
+                    Known::Nothing
+                };
+            }
             return Known::Catalogued(entry);
         }
     }

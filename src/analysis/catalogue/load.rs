@@ -81,6 +81,9 @@ struct EntryText {
     temporary_path: Option<bool>,
     seeds: Option<bool>,
     seeds_with: Option<ArgumentText>,
+    /// Runs the command in this argument (a string, or a list of words) as
+    /// a program of the `shell` family (`os.system`, `subprocess.run`).
+    runs_shell: Option<ArgumentText>,
     data_source: Option<DataSourceText>,
     initialises_variables: Option<bool>,
     saves_checkpoint: Option<bool>,
@@ -350,7 +353,7 @@ fn add_entries(
         let effects =
             effects_of(text).map_err(|message| source.error(name, format!("{name}: {message}")))?;
         if effects.is_empty() && text.returns.is_none() && !text.harmless {
-            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, seeds-with, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, windows-series, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, trains-elsewhere, returns, or harmless: true)")));
+            return Err(source.error(name, format!("{name}: no effect given (writes, reads, downloads, fetches, creates-directory, removes, temporary-path, seeds, seeds-with, runs-shell, data-source, initialises-variables, saves-checkpoint, restores-checkpoint, summary-op, windows-series, writes-summary, hides-inner-optimizer, counts-steps, callback-writes, trains-elsewhere, returns, or harmless: true)")));
         }
         let origin = Origin {
             file: source.file.to_string(),
@@ -462,6 +465,9 @@ fn effects_of(text: &EntryText) -> Result<Vec<Effect>, String> {
     }
     if let Some(seed) = argument(text.seeds_with.as_ref())? {
         effects.push(Effect::SeedsWith { argument: seed });
+    }
+    if let Some(command) = argument(text.runs_shell.as_ref())? {
+        effects.push(Effect::RunsShell { command });
     }
     if let Some(source) = &text.data_source {
         let level = match source.level {

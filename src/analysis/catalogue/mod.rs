@@ -226,6 +226,11 @@ pub enum Effect {
     SeedsWith {
         argument: Argument,
     },
+    /// Runs the command in `command` (`"wget URL"`, `["gsutil", "cp", a, b]`)
+    /// in a shell: what it does is what the `shell` family says of its program.
+    RunsShell {
+        command: Argument,
+    },
     DataSource {
         level: ShardLevel,
         /// It returns a tf.data pipeline, which `.shard(...)` splits.
@@ -298,6 +303,7 @@ impl Effect {
             Effect::Removes { .. } => "removes",
             Effect::TemporaryPath => "returns a per-process path",
             Effect::Seeds | Effect::SeedsWith { .. } => "seeds randomness",
+            Effect::RunsShell { .. } => "runs a shell command",
             Effect::DataSource { .. } => "produces data",
             Effect::InitialisesVariables => "initialises variables",
             Effect::SavesCheckpoint => "saves a checkpoint",
@@ -480,6 +486,57 @@ impl Catalogue {
                     .iter()
                     .any(|wanted| word.starts_with(wanted.as_str()))
             })
+    }
+
+    /// The command a call runs in a shell, when its catalogue entry says it
+    /// runs one and the command is written out: a string literal (its
+    /// leading literal part, for an f-string), or a list of words whose
+    /// first ones are literals.
+    pub fn shell_command_of(&self, entry: &Entry, call: &ast::ExprCall) -> Option<String> {
+        let command = entry.effects.iter().find_map(|effect| match effect {
+            Effect::RunsShell { command } => command.of(call),
+            _ => None,
+        })?;
+        let literal = |expr: &Expr| match expr {
+            Expr::Constant(ast::ExprConstant {
+                value: ast::Constant::Str(text),
+                ..
+            }) => Some(text.to_string()),
+            Expr::JoinedStr(joined) => match joined.values.first() {
+                Some(Expr::Constant(ast::ExprConstant {
+                    value: ast::Constant::Str(text),
+                    ..
+                })) => Some(text.to_string()),
+                _ => None,
+            },
+            _ => None,
+        };
+        match command {
+            Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+                let words: Vec<String> = elts.iter().map_while(literal).collect();
+                (!words.is_empty()).then(|| words.join(" "))
+            }
+            other => literal(other),
+        }
+    }
+
+    /// What a call that runs a writing shell program does (`subprocess.run(
+    /// ["wget", url])`): it writes, where the program puts its files, data
+    /// the job may read in.
+    pub fn shell_program_writes() -> &'static Entry {
+        static WRITES: OnceLock<Entry> = OnceLock::new();
+        WRITES.get_or_init(|| Entry {
+            effects: vec![Effect::Writes {
+                path: None,
+                when: None,
+                input_data: true,
+            }],
+            returns: None,
+            origin: Origin {
+                file: "catalogue/shell.yml".to_string(),
+                line: 1,
+            },
+        })
     }
 
     /// Whether a notebook's shell line writes files where it runs: its

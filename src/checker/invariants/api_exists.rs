@@ -45,8 +45,11 @@ impl Invariant for ApiExists {
             return Vec::new();
         }
         let mut decisions = keras_three_with_horovod_keras(program);
-        decisions.extend(private_keras_model(program));
         let tf1 = tf1_marker(program);
+        // On TensorFlow 1, the private copy of Keras is `tf.keras` itself.
+        if tf1.is_none() {
+            decisions.extend(private_keras_model(program));
+        }
         let mut recorded_tensorflow_1 = recorded_tensorflow_1(program.module.module);
         for call in program.calls() {
             let raw = call
@@ -91,7 +94,10 @@ impl Invariant for ApiExists {
                         library::is_tf1_optimizer(&library::canonical_name(&callee))
                     })
             {
-                decisions.push(violation(call.range(), format!("line {line} wraps a TF1 `tf.train` optimizer in the Keras `DistributedOptimizer`, which rebuilds it from a Keras config that a TF1 optimizer does not have: AttributeError")).with_suggestion("wrap it with `horovod.tensorflow`'s `DistributedOptimizer`, or build a Keras optimizer"));
+                // Said where the optimizer is built: the wrap may be a line
+                // the rewrite adds.
+                let built = program.line(span(inner).start);
+                decisions.push(violation(span(inner), format!("the TF1 `tf.train` optimizer built at line {built} is wrapped in the Keras `DistributedOptimizer`, which rebuilds it from a Keras config that a TF1 optimizer does not have: AttributeError")).with_suggestion("wrap it with `horovod.tensorflow`'s `DistributedOptimizer`, or build a Keras optimizer"));
             }
         }
         decisions

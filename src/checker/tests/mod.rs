@@ -598,6 +598,30 @@ fn rank_zero_writes() {
                 ),
             ),
             (
+                "a download run through subprocess on every rank",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "import subprocess\nsubprocess.check_call(['gsutil', 'cp', 'gs://bucket/data.csv', 'data.csv'])\n",
+                ),
+            ),
+            (
+                "a wget run through os.system, its URL formatted in",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "import os\nurl = 'https://example.com/data.zip'\nos.system(f'wget -q {url}')\n",
+                ),
+            ),
+            (
+                "a program run through subprocess that writes nothing",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import subprocess\nsubprocess.run(['nvidia-smi'])\n",
+                ),
+            ),
+            (
                 "a directory made by an uncatalogued mkdir that may exist",
                 Verdict::Unknown,
                 &with(
@@ -1037,6 +1061,11 @@ fn api_exists_in_version() {
                 "a model of TensorFlow's private Keras given tf.keras's optimizer",
                 Verdict::Unknown,
                 "import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nfrom tensorflow.python.keras.models import Sequential\nfrom tensorflow.python.keras.layers import Dense\nhvd.init()\nmodel = Sequential([Dense(1)])\nmodel.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001)), loss='mse')\n",
+            ),
+            (
+                "a model of TensorFlow 1's private Keras, which is tf.keras there",
+                Verdict::Proven,
+                "import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nfrom tensorflow.python.keras.models import Sequential\nfrom tensorflow.python.keras.layers import Dense\nhvd.init()\ntf.logging.set_verbosity(tf.logging.INFO)\nmodel = Sequential([Dense(1)])\nmodel.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001)), loss='mse')\n",
             ),
             (
                 "a TF1 optimizer in the Keras DistributedOptimizer",
