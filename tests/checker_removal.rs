@@ -48,8 +48,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     (
         "DST306",
-        "tests/fixtures/estimator_canned_linear_defaults/input",
-        "trainer/task.py",
+        "tests/checker_removal/estimator_same_batches",
+        "train.py",
     ),
     (
         "DST307",
