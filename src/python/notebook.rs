@@ -251,8 +251,10 @@ impl Notebook {
     }
 
     /// Each code cell's source with the texts of its recorded outputs
-    /// (shown values and printed streams), from one parse of the notebook.
-    fn sources_with_outputs(&self) -> Vec<(String, Vec<String>)> {
+    /// (shown values and printed streams), from one parse of the notebook,
+    /// each with whether it went to standard error (a warning there names
+    /// other releases: `python3.6/site-packages/...`).
+    fn sources_with_outputs(&self) -> Vec<(String, Vec<(bool, String)>)> {
         let Ok(notebook) = serde_json::from_str::<serde_json::Value>(&self.raw) else {
             return Vec::new();
         };
@@ -274,10 +276,11 @@ impl Notebook {
                     .iter()
                     .map(|output| {
                         let shown = &output["data"]["text/plain"];
+                        let to_standard_error = output["name"] == "stderr";
                         if shown.is_null() {
-                            text(&output["text"])
+                            (to_standard_error, text(&output["text"]))
                         } else {
-                            text(shown)
+                            (to_standard_error, text(shown))
                         }
                     })
                     .collect();
@@ -307,7 +310,8 @@ impl Notebook {
                 .iter()
                 .filter(|(source, _)| shows(source))
                 .flat_map(|(_, outputs)| outputs)
-                .find_map(|text| first_version(text))
+                .filter(|(to_standard_error, _)| !to_standard_error)
+                .find_map(|(_, text)| first_version(text))
         };
         RecordedVersions {
             keras: first(&shows_keras),
@@ -315,7 +319,7 @@ impl Notebook {
             multi_backend_keras: cells.iter().any(|(_, outputs)| {
                 outputs
                     .iter()
-                    .any(|text| text.contains(MULTI_BACKEND_KERAS_BANNER))
+                    .any(|(_, text)| text.contains(MULTI_BACKEND_KERAS_BANNER))
             }),
         }
     }

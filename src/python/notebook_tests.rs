@@ -283,6 +283,21 @@ fn recorded_versions_are_read_from_the_outputs_of_cells_showing_them() {
 }
 
 #[test]
+fn a_warning_on_standard_error_before_the_version_is_not_read_as_it() {
+    let raw = serde_json::json!({
+        "cells": [{"cell_type": "code", "metadata": {}, "source": "import tensorflow as tf\nprint(tf.__version__)",
+            "outputs": [
+                {"output_type": "stream", "name": "stderr", "text": "/opt/lib/python3.6/site-packages/h5py/__init__.py:36: FutureWarning: ...\n"},
+                {"output_type": "stream", "name": "stdout", "text": "2.0.0\n"},
+            ]}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    })
+    .to_string();
+    let recorded = Notebook::parse(raw).unwrap().recorded_versions();
+    assert_eq!(recorded.tensorflow, Some((2, 0)));
+}
+
+#[test]
 fn only_the_banner_of_multi_backend_keras_says_it_ran() {
     let notebook = |printed: &str| {
         serde_json::json!({
