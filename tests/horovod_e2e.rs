@@ -125,6 +125,7 @@ e2e_cases!(
     keras_compiled_by_helper_other_module,
     keras_two_inputs_rows_shared,
     keras_data_copied_by_subprocess,
+    tf1_batches_sliced_by_counter,
     tf1_policy_updates_once_per_episode,
     keras_helpers_re_exported_by_star,
     tape_manual_updates_on_batches,

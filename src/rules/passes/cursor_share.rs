@@ -44,6 +44,54 @@ pub fn is_batch_cursor_in(scope: &Scope, for_loop: &ast::StmtFor) -> bool {
         .is_some_and(|assignment| walks_stepped_ranges(assignment.value, for_loop))
 }
 
+/// Whether a loop counts batches (`for tt in range(len(x) // batch)`) and
+/// slices data by bounds made from its counter (`start = batch * tt`, then
+/// `x[start:end]`, or `x[batch * tt:batch * (tt + 1)]`): dividing its count
+/// would give every worker the same first batches, so it walks this
+/// worker's share of the counts instead. A modular offset (`(tt * b) % n`)
+/// is left to `offset_by_rank`.
+pub fn counts_sliced_batches(for_loop: &ast::StmtFor) -> bool {
+    let Expr::Call(range) = for_loop.iter.as_ref() else {
+        return false;
+    };
+    if !is_builtin(range, "range") || range.args.len() > 2 || !range.keywords.is_empty() {
+        return false;
+    }
+    let counters = target_names(&for_loop.target);
+    let reads = |expr: &Expr, names: &[String]| {
+        let mut found = false;
+        walk_expression(expr, &mut |inner| {
+            found |= matches!(inner, Expr::Name(name) if names.iter().any(|known| known == name.id.as_str()));
+        });
+        found
+    };
+    let mut names: Vec<String> = counters.iter().map(|name| name.to_string()).collect();
+    let mut modular = false;
+    crate::analysis::walk::for_each_statement(&for_loop.body, false, &mut |statement| {
+        if let Stmt::Assign(assign) = statement
+            && let [Expr::Name(target)] = assign.targets.as_slice()
+            && reads(&assign.value, &names)
+        {
+            modular |= matches!(assign.value.as_ref(), Expr::BinOp(operation) if operation.op == ast::Operator::Mod);
+            names.push(target.id.to_string());
+        }
+    });
+    let mut sliced = false;
+    crate::analysis::walk::for_each_statement(&for_loop.body, false, &mut |statement| {
+        walk_statement_expressions(statement, &mut |expression| {
+            if let Expr::Subscript(subscript) = expression
+                && let Expr::Slice(slice) = subscript.slice.as_ref()
+            {
+                sliced |= [&slice.lower, &slice.upper]
+                    .into_iter()
+                    .flatten()
+                    .any(|bound| reads(bound, &names));
+            }
+        });
+    });
+    sliced && !modular
+}
+
 /// Whether `iterable` is stepped ranges (one, or a `zip` of them with one
 /// step) whose variables slice data in the loop's body.
 fn walks_stepped_ranges(iterable: &Expr, for_loop: &ast::StmtFor) -> bool {

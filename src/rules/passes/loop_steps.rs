@@ -125,6 +125,8 @@ fn split_loop(rewrite: &mut ModuleRewrite, loop_statement: &Stmt) -> WorkSplit {
     let loop_scope = &rewrite.module.scopes[rewrite.module.scope_at(span(loop_statement).start)];
     if super::cursor_share::is_batch_cursor_in(loop_scope, for_loop)
         || super::arrays::zips_arrays(rewrite, loop_scope, &for_loop.iter)
+        || (super::cursor_share::counts_sliced_batches(for_loop)
+            && !is_full_batch(rewrite, for_loop))
     {
         super::cursor_share::share_by_rank(rewrite, loop_statement, for_loop);
         return WorkSplit::Divided;
