@@ -142,9 +142,7 @@ fn lower(candidate: &mut Candidate, to: Standing, other_path: &str) {
             outcome.rewritten = None;
             outcome.cell_changes.clear();
             outcome.applicability = None;
-            outcome
-                .diagnostics
-                .retain(|diagnostic| diagnostic.severity != Severity::Info);
+            super::proof::drop_notes(outcome);
             (
                 Severity::Error,
                 format!(
@@ -154,14 +152,7 @@ fn lower(candidate: &mut Candidate, to: Standing, other_path: &str) {
         }
         Standing::Applied(_) => {
             outcome.applicability = Some(Applicability::Unsafe);
-            for note in outcome
-                .diagnostics
-                .iter_mut()
-                .filter(|diagnostic| diagnostic.severity == Severity::Info)
-            {
-                note.message
-                    .push_str(" (in the unsafe rewrite, applied only with `--unsafe-fixes`)");
-            }
+            super::proof::mark_notes_unsafe(outcome);
             (
                 Severity::Warning,
                 format!(

@@ -381,24 +381,12 @@ fn apply_judgement(
         .collect();
     let outcome = &mut candidate.outcome;
     if judgement == Judgement::Withdraw && has_rewrite {
-        // The rules' notes describe edits that are no longer made.
-        outcome
-            .diagnostics
-            .retain(|diagnostic| diagnostic.severity != Severity::Info);
+        drop_notes(outcome);
     }
     if judgement == Judgement::Apply(crate::checker::applicability::Applicability::Unsafe)
         && has_rewrite
     {
-        // The notes say what the rewrite does ("rank 0 now downloads
-        // first"), and it is made only when asked for.
-        for note in outcome
-            .diagnostics
-            .iter_mut()
-            .filter(|diagnostic| diagnostic.severity == Severity::Info)
-        {
-            note.message
-                .push_str(" (in the unsafe rewrite, applied only with `--unsafe-fixes`)");
-        }
+        mark_notes_unsafe(outcome);
     }
     outcome.diagnostics.extend(located);
     sort_diagnostics(&mut outcome.diagnostics);
@@ -418,5 +406,25 @@ fn apply_judgement(
                 outcome.applicability = None;
             }
         }
+    }
+}
+
+/// A withdrawn rewrite's notes describe edits that are no longer made.
+pub(super) fn drop_notes(outcome: &mut ModuleOutcome) {
+    outcome
+        .diagnostics
+        .retain(|diagnostic| diagnostic.severity != Severity::Info);
+}
+
+/// An unsafe rewrite's notes say what it does ("rank 0 now downloads
+/// first"), and it is made only when asked for.
+pub(super) fn mark_notes_unsafe(outcome: &mut ModuleOutcome) {
+    for note in outcome
+        .diagnostics
+        .iter_mut()
+        .filter(|diagnostic| diagnostic.severity == Severity::Info)
+    {
+        note.message
+            .push_str(" (in the unsafe rewrite, applied only with `--unsafe-fixes`)");
     }
 }
