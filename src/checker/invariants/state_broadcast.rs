@@ -489,26 +489,31 @@ fn trains_in(
                 });
                 runs
             });
+        if !std::ptr::eq(call.scope, session.scope) || !inside {
+            return false;
+        }
+        if runs_a_train_op {
+            return true;
+        }
         // `net.train(sess, ...)`: the package's code handed the session may
         // run the step (a library's, `saver.restore(sess, path)`, does not).
-        let library = call
-            .callee
-            .as_deref()
-            .is_some_and(|callee| callee.starts_with("tensorflow"))
-            || !matches!(
-                program.known(call),
-                crate::analysis::effects::Known::Nothing
-            );
-        let hands_the_session_over = !library
-            && (call.site.call.args.iter().any(is_session)
-                || call
-                    .site
-                    .call
-                    .keywords
-                    .iter()
-                    .any(|keyword| is_session(&keyword.value)));
-        std::ptr::eq(call.scope, session.scope)
-            && inside
-            && (runs_a_train_op || hands_the_session_over)
+        // What the catalogue knows is asked last: it is the costly question.
+        let hands_the_session_over = call.site.call.args.iter().any(is_session)
+            || call
+                .site
+                .call
+                .keywords
+                .iter()
+                .any(|keyword| is_session(&keyword.value));
+        let library = || {
+            call.callee
+                .as_deref()
+                .is_some_and(|callee| callee.starts_with("tensorflow"))
+                || !matches!(
+                    program.known(call),
+                    crate::analysis::effects::Known::Nothing
+                )
+        };
+        hands_the_session_over && !library()
     })
 }
