@@ -5,7 +5,8 @@
 //! `hvd.DistributedOptimizer` averages what `compute_gradients`/`minimize`
 //! and Keras' `fit` produce; `hvd.DistributedGradientTape` averages what a
 //! tape's `gradient` returns; gradients from `tf.gradients(...)` handed to
-//! `apply_gradients` bypass both and must be allreduced.
+//! `apply_gradients` bypass both and must be allreduced, as must a gradient
+//! a variable is moved by by hand (`tf.assign_sub(w, rate * gradient)`).
 //!
 //! **Proven** per loop when the optimizer its `compile`, `minimize` or
 //! `compute_gradients` receives is a Horovod value and every tape whose
@@ -14,6 +15,8 @@
 //! unwrapped tape feeds the step. **Unknown** when the optimizer comes from
 //! where the checker cannot follow (a parameter, an attribute, another
 //! module's model).
+
+mod hand_written;
 
 use rustpython_parser::ast::{Constant, Expr, Stmt};
 
@@ -55,6 +58,7 @@ impl Invariant for GradientsAveraged {
         decisions.extend(graph_optimizers(program, calls));
         decisions.extend(bypassing_gradients(program, calls));
         decisions.extend(optimize_loss(program, calls));
+        decisions.extend(hand_written::hand_written_updates(program, calls));
         decisions.extend(trained_elsewhere(program, calls));
         decisions
     }
