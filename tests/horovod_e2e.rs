@@ -127,6 +127,8 @@ e2e_cases!(
     keras_data_copied_by_subprocess,
     tf1_batches_sliced_by_counter,
     tf1_policy_updates_once_per_episode,
+    tf1_actor_critic_fixed_length_episodes,
+    keras_split_seed_released,
     keras_helpers_re_exported_by_star,
     tape_manual_updates_on_batches,
     keras_one_cycle_horizon,

@@ -15,5 +15,6 @@ pub mod loader;
 pub mod neighbourhood;
 pub mod package;
 pub mod splits;
+pub mod train_ops;
 pub mod training;
 pub mod walk;

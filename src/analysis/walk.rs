@@ -587,6 +587,15 @@ pub fn expression_shape(expr: &Expr) -> String {
 /// The statements that leave a loop early, with the test of the innermost
 /// `if` around each: its `break`s (not those of nested loops) and its
 /// `return`s, which leave the loop with the function.
+/// `env.step(action)`: a step of a reinforcement-learning environment, which
+/// makes the data the loop around it trains on.
+pub fn is_environment_step(call: &ast::ExprCall) -> bool {
+    matches!(call.func.as_ref(), Expr::Attribute(attribute)
+        if attribute.attr.as_str() == "step"
+            && dotted_name(&attribute.value)
+                .is_some_and(|receiver| receiver.to_lowercase().contains("env")))
+}
+
 pub fn loop_breaks(body: &[Stmt]) -> Vec<(&Stmt, Option<&Expr>)> {
     let mut found = Vec::new();
     fn walk<'a>(

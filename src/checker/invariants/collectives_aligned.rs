@@ -155,7 +155,7 @@ impl CollectivesAligned {
     fn loop_exits(&self, program: &Program) -> Vec<Decision> {
         let train_ops = super::facts::train_op_names(program);
         let step_functions = step_functions(program, &train_ops);
-        let mut decisions = Vec::new();
+        let mut decisions = super::handed_steps::steps_run_elsewhere(program, &step_functions);
         for scope in &program.module.scopes {
             for site in &scope.facts.calls {
                 if !takes_a_step(site.call, &train_ops, &step_functions) {
@@ -192,7 +192,7 @@ impl CollectivesAligned {
 /// holding a training site (a tape), and, transitively, those whose body
 /// calls one or runs a train op (`def update(self, ...)` running
 /// `sess.run([self.train_op, ...])`, called once per environment step).
-fn step_functions<'p>(program: &'p Program, train_ops: &[String]) -> HashSet<&'p str> {
+pub(super) fn step_functions<'p>(program: &'p Program, train_ops: &[String]) -> HashSet<&'p str> {
     let scopes = &program.module.scopes;
     let mut functions: HashSet<&str> = program
         .module
@@ -222,7 +222,7 @@ fn step_functions<'p>(program: &'p Program, train_ops: &[String]) -> HashSet<&'p
 
 /// Whether a call takes an optimizer step: a session's `run` of a train op,
 /// a step method, or a call of a step function.
-fn takes_a_step(
+pub(super) fn takes_a_step(
     call: &ast::ExprCall,
     train_ops: &[String],
     step_functions: &HashSet<&str>,

@@ -15,6 +15,8 @@
 
 use rustpython_parser::ast::{Expr, Operator, Stmt};
 
+mod sources;
+
 use super::facts::SplitFacts;
 use crate::analysis::walk::{walk_expression, walk_statement_expressions};
 use crate::analysis::{cursors, splits};
@@ -22,6 +24,7 @@ use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
 use crate::diagnostics::{Code, Severity};
 use crate::python::parse::span;
+use sources::{environment_stepped_in, fixed_order_generator, released_later, releases};
 
 pub const DATA_DIFFERS: Code = Code::new(
     "DST306",
@@ -173,9 +176,12 @@ impl Invariant for DataDiffers {
                 ),
             )];
         }
-        let fixed_seed = calls
-            .iter()
-            .find(|call| is_seeding(program, call) && !seeds_by_rank(program, call));
+        let fixed_seed = calls.iter().find(|call| {
+            is_seeding(program, call)
+                && !seeds_by_rank(program, call)
+                && !released_later(calls, call)
+                && !releases(call)
+        });
         let line = program.line(divided.start);
         if let Some(cursor) = deterministic_cursor(program, &facts.divisions) {
             return vec![Decision::new(
@@ -185,6 +191,33 @@ impl Invariant for DataDiffers {
                 format!("the steps are divided at line {line}, but the batches are cut at a cursor (line {}) that walks the data in the same order on every worker: each trains on the same batches", program.line(cursor.start)),
             )
             .with_suggestion("start each worker's cursor at its own offset (`hvd.rank() * batch_size`) and advance it by `hvd.size()` batches, or shard the data by rank")];
+        }
+        if let Some((fit, generator)) = fixed_order_generator(program, calls) {
+            return vec![Decision::new(
+                DATA_DIFFERS,
+                Verdict::Unknown,
+                fit,
+                format!("the steps are divided at line {line}, but the batches come from `{generator}`, a generator of the program that yields them in a fixed order with no rank in it: each worker trains on the same batches"),
+            )
+            .with_suggestion("start each worker's generator at its own batch (`hvd.rank()`) and step it by `hvd.size()` batches, or shuffle the batches it yields")];
+        }
+        if let Some(step) = environment_stepped_in(program, &facts.divisions) {
+            let line = program.line(step.start);
+            return vec![match (fixed_seed, per_rank_seed) {
+                (Some(seed), None) => Decision::new(
+                    DATA_DIFFERS,
+                    Verdict::Unknown,
+                    span(seed.site.call),
+                    format!("the episodes the divided loop plays (environment stepped at line {line}) are drawn from a seed fixed at line {}: every worker may play the same ones", program.line(span(seed.site.call).start)),
+                )
+                .with_suggestion("add `hvd.rank()` to the seeds of the environment and of the random draws"),
+                _ => Decision::new(
+                    DATA_DIFFERS,
+                    Verdict::Proven,
+                    step,
+                    format!("each worker plays its own episodes of its environment (stepped at line {line}), drawn from its own random state"),
+                ),
+            }];
         }
         let random_source = calls
             .iter()

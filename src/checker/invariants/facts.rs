@@ -295,11 +295,12 @@ pub fn takes_optimizer_steps(program: &Program) -> bool {
 }
 
 /// Names holding a train op: assigned from `minimize` or `apply_gradients`,
-/// in any scope of the module (`train_op`, `self.train_op`).
+/// in any scope of the module (`train_op`, `self.train_op`), or from a call
+/// of a function of the module that returns one, alone or at its place in a
+/// tuple (`q, loss, self.train = self._build_net()`).
 pub fn train_op_names(program: &Program) -> Vec<String> {
-    program
-        .module
-        .scopes
+    let scopes = &program.module.scopes;
+    let mut names: Vec<String> = scopes
         .iter()
         .flat_map(|scope| scope.facts.assignments.iter())
         .filter(|assignment| {
@@ -314,7 +315,9 @@ pub fn train_op_names(program: &Program) -> Vec<String> {
             steps
         })
         .map(|assignment| assignment.name.clone())
-        .collect()
+        .collect();
+    crate::analysis::train_ops::follow_returns(program.module, &mut names);
+    names
 }
 
 /// Whether a fetched name is one of the train ops: the name itself, or,

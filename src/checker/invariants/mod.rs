@@ -14,6 +14,7 @@ mod device_pinned;
 pub mod facts;
 mod fetched_modules;
 mod gradients_averaged;
+mod handed_steps;
 mod init_before_use;
 mod only_training;
 mod random_lengths;
@@ -21,6 +22,7 @@ mod rank_zero_writes;
 mod rate_follows_split;
 mod reads_overtaken;
 mod state_broadcast;
+mod warmup_gates;
 mod work_split;
 
 pub use api_exists::API_EXISTS;

@@ -36,7 +36,7 @@ impl Invariant for WorkSplit {
         if !program.uses_horovod() {
             return Vec::new();
         }
-        let mut decisions = Vec::new();
+        let mut decisions = super::warmup_gates::warmup_gates(program);
         let helpers = super::facts::equal_shard_helpers(program);
         for call in program.calls() {
             // The helper's own `take` cuts its shard to one count.

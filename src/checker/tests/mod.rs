@@ -241,6 +241,38 @@ fn gradients_averaged() {
                     "x = tf.Variable(1.0)\ntrain = tf.train.AdamOptimizer(0.1).minimize(x * x)\n",
                 ),
             ),
+            (
+                "a variable moved by a gradient derived by hand",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "w = tf.Variable(tf.zeros([2, 1]))\nerror = tf.matmul(inputs, w) - targets\ngradient = tf.reduce_sum(inputs * error, 0)\nupdate = tf.assign_sub(w, 0.01 * gradient)\n",
+                ),
+            ),
+            (
+                "a variable moved by `tf.gradients` with no optimizer",
+                Verdict::Violated,
+                &with(
+                    HEADER,
+                    "w = tf.Variable(1.0)\nstep = w.assign_sub(0.1 * tf.gradients(w * w, [w])[0])\n",
+                ),
+            ),
+            (
+                "a variable moved by an allreduced gradient",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "w = tf.Variable(1.0)\ngrad = hvd.allreduce(tf.gradients(w * w, [w])[0])\nstep = w.assign_sub(0.1 * grad)\n",
+                ),
+            ),
+            (
+                "a target network copied from the trained one, and a step counter",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "x = tf.Variable(1.0)\ntarget = tf.Variable(1.0)\ncount = tf.Variable(0)\ntrain = hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.1)).minimize(x * x)\ncopy = tf.assign(target, 0.9 * target + 0.1 * x)\ntick = count.assign_add(1)\n",
+                ),
+            ),
         ],
     );
 }
@@ -350,6 +382,22 @@ fn work_split_once() {
     assert_table(
         WORK_SPLIT,
         &[
+            (
+                "episodes divided while learning waits for a warm-up each worker counts",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    "import gym\nMEMORY = 10000\nenv = gym.make('Pendulum-v0')\nx = tf.Variable(1.0)\ntrain_op = hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.1)).minimize(x * x)\nsess = tf.Session()\npointer = 0\nfor episode in range(max(1, 200 // hvd.size())):\n    for move in range(200):\n        env.step(0)\n        pointer += 1\n        if pointer > MEMORY:\n            sess.run(train_op)\n",
+                ),
+            ),
+            (
+                "episodes divided, learning from the first move",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import gym\nenv = gym.make('Pendulum-v0')\nx = tf.Variable(1.0)\ntrain_op = hvd.DistributedOptimizer(tf.train.AdamOptimizer(0.1)).minimize(x * x)\nsess = tf.Session()\nt = 0\nfor episode in range(max(1, 200 // hvd.size())):\n    for move in range(200):\n        env.step(0)\n        sess.run(train_op)\n        t += 1\n        if t > 199:\n            print(t)\n",
+                ),
+            ),
             (
                 "shard then repeat then take",
                 Verdict::Proven,
@@ -578,6 +626,40 @@ fn data_differs_per_worker() {
                     &format!(
                         "config = tf.estimator.RunConfig(tf_random_seed=42 + hvd.rank())\nds = tf.data.Dataset.range(100).shuffle(100)\n{divided}"
                     ),
+                ),
+            ),
+            (
+                "a fixed seed let go of after the split it orders",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    &format!(
+                        "import numpy as np\nnp.random.seed(10101)\nnp.random.shuffle(rows)\nnp.random.seed(None)\nbatch = np.random.randint(0, 10, size=4)\n{divided}"
+                    ),
+                ),
+            ),
+            (
+                "episodes each worker plays in its own environment",
+                Verdict::Proven,
+                &with(
+                    HEADER,
+                    "import gym\nenv = gym.make('CartPole-v0')\nfor episode in range(max(1, 100 // hvd.size())):\n    state = env.reset()\n    for move in range(50):\n        state, reward, done, info = env.step(0)\n",
+                ),
+            ),
+            (
+                "episodes played from a fixed seed",
+                Verdict::Unknown,
+                &with(
+                    HEADER,
+                    "import gym\nimport numpy as np\nnp.random.seed(3)\nenv = gym.make('CartPole-v0')\nfor episode in range(max(1, 100 // hvd.size())):\n    state = env.reset()\n    for move in range(50):\n        state, reward, done, info = env.step(np.random.randint(2))\n",
+                ),
+            ),
+            (
+                "a fit over a generator yielding batches in a fixed order, beside unrelated noise",
+                Verdict::Unknown,
+                &with(
+                    KERAS,
+                    "import numpy as np\nnoise = np.random.random(100)\ndef batches(data, size):\n    for start in range(0, len(data) - size, size):\n        yield data[start:start + size], data[start:start + size]\nmodel.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01 * hvd.size())), loss='mse')\nmodel.fit_generator(batches(noise, 10), steps_per_epoch=max(1, 9 // hvd.size()), shuffle=False)\n",
                 ),
             ),
         ],

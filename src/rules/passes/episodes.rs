@@ -6,7 +6,7 @@
 use rustpython_parser::ast::{self, Expr, Stmt};
 
 use super::loop_steps::STEPS_DIFFER_PER_WORKER;
-use crate::analysis::walk::{dotted_name, walk_statement_expressions};
+use crate::analysis::walk::{dotted_name, is_environment_step, walk_statement_expressions};
 use crate::diagnostics::Diagnostic;
 use crate::python::parse::span;
 use crate::rules::rewrite::ModuleRewrite;
@@ -22,14 +22,65 @@ pub fn steps_an_environment(while_loop: &ast::StmtWhile) -> bool {
 /// `while` loop that steps one in its own body, or a `for` loop over a
 /// step budget that does and leaves at a `break` (`if done: break`).
 pub fn ends_with_an_episode(loop_statement: &Stmt) -> bool {
+    let leaves_on_its_own_values = |body: &[Stmt]| {
+        crate::analysis::walk::loop_breaks(body)
+            .into_iter()
+            .any(|(_, test)| !test.is_some_and(|test| reads_only_outer_values(body, test)))
+    };
     match loop_statement {
-        Stmt::While(while_loop) => steps_an_environment(while_loop),
+        Stmt::While(while_loop) => {
+            steps_an_environment(while_loop)
+                && (!reads_only_outer_values(&while_loop.body, &while_loop.test)
+                    || leaves_on_its_own_values(&while_loop.body))
+        }
         Stmt::For(for_loop) => {
-            body_steps_an_environment(&for_loop.body)
-                && !crate::analysis::walk::loop_breaks(&for_loop.body).is_empty()
+            body_steps_an_environment(&for_loop.body) && leaves_on_its_own_values(&for_loop.body)
         }
         _ => false,
     }
+}
+
+/// An episode of fixed length: a `for` loop over a step budget that steps
+/// an environment and leaves, if at all, only on a test of its own counter
+/// and values set outside it (`if j == MAX_EP_STEPS - 1: break`). Every
+/// worker's episodes last as long: the episodes around it are the work.
+fn is_fixed_length_episode(loop_statement: &Stmt) -> bool {
+    let steps = match loop_statement {
+        Stmt::For(for_loop) => body_steps_an_environment(&for_loop.body),
+        Stmt::While(while_loop) => steps_an_environment(while_loop),
+        _ => false,
+    };
+    steps && !ends_with_an_episode(loop_statement)
+}
+
+/// Whether a test reads no name the loop's body binds, but for counters it
+/// only adds a constant to (`t += 1`): its value is the same on every worker
+/// at the same pass (the loop's counter, a constant).
+fn reads_only_outer_values(body: &[Stmt], test: &Expr) -> bool {
+    let mut bound: Vec<&str> = Vec::new();
+    crate::analysis::walk::for_each_statement(body, false, &mut |statement| match statement {
+        Stmt::Assign(assign) => bound.extend(
+            assign
+                .targets
+                .iter()
+                .flat_map(crate::analysis::walk::target_names),
+        ),
+        Stmt::AugAssign(assign) if !matches!(assign.value.as_ref(), Expr::Constant(_)) => {
+            bound.extend(crate::analysis::walk::target_names(&assign.target))
+        }
+        Stmt::AnnAssign(assign) => {
+            bound.extend(crate::analysis::walk::target_names(&assign.target))
+        }
+        Stmt::For(inner) => bound.extend(crate::analysis::walk::target_names(&inner.target)),
+        _ => {}
+    });
+    let mut reads_bound = false;
+    crate::analysis::walk::walk_expression(test, &mut |inner| {
+        if let Expr::Name(name) = inner {
+            reads_bound |= bound.contains(&name.id.as_str());
+        }
+    });
+    !reads_bound
 }
 
 /// The loop whose passes take the training step at `statement`, from the
@@ -43,7 +94,12 @@ pub fn loop_taking_steps<'a>(
     statement: &Stmt,
 ) -> Option<Result<&'a Stmt, &'a Stmt>> {
     let innermost = *loops.last()?;
-    for &loop_statement in loops.iter().rev() {
+    for (place, &loop_statement) in loops.iter().enumerate().rev() {
+        // Steps per environment step of fixed-length episodes: the loop
+        // over the episodes, when there is one, holds the work.
+        if is_fixed_length_episode(loop_statement) && place > 0 {
+            continue;
+        }
         if !ends_with_an_episode(loop_statement) {
             return Some(Ok(loop_statement));
         }
@@ -131,7 +187,6 @@ pub fn steps_differ_per_worker(rewrite: &ModuleRewrite, episode: &Stmt) -> Diagn
     .with_suggestion("train a fixed number of steps per episode or per iteration (from a replay buffer, outside the environment loop), which the tool can divide, then run the tool again")
 }
 
-/// `env.step(action)`: a call of `step` on a receiver named as an environment.
 /// Whether `statement` sits in an `if` of the loop's own body that tests
 /// the flag its environment step says the episode ended with (`_, _, done, _
 /// = env.step(a)`, then `if done:`).
@@ -171,13 +226,6 @@ fn runs_when_the_episode_ends(loop_statement: &Stmt, statement: &Stmt) -> bool {
                 range.start <= at.start && at.end <= range.end
             })
     })
-}
-
-fn is_environment_step(call: &ast::ExprCall) -> bool {
-    matches!(call.func.as_ref(), Expr::Attribute(attribute)
-        if attribute.attr.as_str() == "step"
-            && dotted_name(&attribute.value)
-                .is_some_and(|receiver| receiver.to_lowercase().contains("env")))
 }
 
 pub use crate::analysis::walk::runs_as_the_loop_ends;

@@ -648,7 +648,9 @@ fn is_graph_mode(rewrite: &ModuleRewrite) -> bool {
 
 /// `writer.add_summary(...)`, `add_graph`, and `flush` / `close` of a TF1
 /// `FileWriter`: the writes rank 0 owns (the summary functions are judged
-/// with the prints).
+/// with the prints). Called for a statement that drops the call's value, so
+/// a `FileWriter` made only to write the graph (`tf.summary.FileWriter(d,
+/// sess.graph)`, its writer never used) counts too.
 fn writes_through_file_writer(
     rewrite: &ModuleRewrite,
     scope: &Scope,
@@ -658,9 +660,7 @@ fn writes_through_file_writer(
         && rewrite
             .call_effects(scope, call)
             .entry()
-            .is_some_and(|entry| {
-                entry.returns.is_none() && entry.effects == [Effect::WritesSummary]
-            })
+            .is_some_and(|entry| entry.effects == [Effect::WritesSummary])
 }
 
 /// `ckpt.save(...)`, `manager.save()`, `saver.save(...)`, and the chained

@@ -37,10 +37,18 @@ pub const SEED_KEPT_FOR_SHARDED_ORDER: Code = Code::new(
     "TensorFlow's global seed stays the same on every worker: a sharded dataset draws its shuffle order from it, and shards of orders that differ would overlap.",
 );
 
+pub const SEED_KEPT_FOR_SHARED_DRAWS: Code = Code::new(
+    "DST144",
+    "seed-kept-for-shared-draws",
+    Severity::Info,
+    "A fixed seed that the program itself lets go of (`np.random.seed(None)` after a shuffle of the rows it splits) stays as written: the draws it governs are ones every worker must share, and each worker draws on its own after it.",
+);
+
 pub const CODES: &[Code] = &[
     SEED_MADE_PER_RANK,
     SEED_NOT_PER_RANK,
     SEED_KEPT_FOR_SHARDED_ORDER,
+    SEED_KEPT_FOR_SHARED_DRAWS,
 ];
 
 pub fn run(rewrite: &mut ModuleRewrite) {
@@ -81,6 +89,15 @@ pub fn run(rewrite: &mut ModuleRewrite) {
             if shuffle_order_cut_later(scope, site) {
                 continue;
             }
+            if let Some(released) = released_after(rewrite, scope, site) {
+                let line = rewrite.module.module.source.line_label(released.start);
+                rewrite.diagnose(Diagnostic::new(
+                    SEED_KEPT_FOR_SHARED_DRAWS,
+                    span(site.call),
+                    format!("the fixed seed `{}` stays as written: the program lets go of it at {line} (a seed of `None`), so it only draws what comes before, which every worker must draw alike (the order of rows it splits), and each worker draws on its own after it", &rewrite.text[span(seed)]),
+                ));
+                continue;
+            }
             // TensorFlow's seeds also set the initial weights.
             let seeds_weights = rewrite
                 .callee(scope, &site.call.func)
@@ -97,6 +114,29 @@ pub fn run(rewrite: &mut ModuleRewrite) {
         }
     }
     seed_unseeded_split(rewrite, initialised_at);
+}
+
+/// The same generator seeded again with `None` later in the scope, outside
+/// loops (`np.random.seed(10101)`, `np.random.shuffle(lines)`,
+/// `np.random.seed(None)`): where that release is.
+fn released_after(
+    rewrite: &ModuleRewrite,
+    scope: &crate::analysis::training::Scope,
+    site: &crate::analysis::index::CallSite,
+) -> Option<std::ops::Range<usize>> {
+    let seeder = rewrite.callee(scope, &site.call.func)?;
+    scope
+        .facts
+        .calls
+        .iter()
+        .filter(|later| {
+            later.enclosing_loops.is_empty() && span(later.call).start > span(site.call).end
+        })
+        .find(|later| {
+            rewrite.callee(scope, &later.call.func).as_deref() == Some(seeder.as_str())
+                && later.call.args.first().is_some_and(is_none)
+        })
+        .map(|later| span(later.call))
 }
 
 /// A call that seeds TensorFlow's global generator (`tf.random.set_seed(42)`,

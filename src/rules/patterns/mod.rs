@@ -11,6 +11,7 @@ pub mod keras;
 pub mod monitored_session;
 pub mod session;
 mod session_broadcast;
+mod session_steps_elsewhere;
 pub mod tf1;
 
 use rustpython_parser::ast::{self, Expr};

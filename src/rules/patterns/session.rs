@@ -244,7 +244,11 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
             let Some(taken) = taking_steps(&path, stmt) else {
                 // A step function (`train_step(x_batch, y_batch)`): the loops
                 // calling it take the steps.
-                for caller_loop in loops_calling(rewrite, scope) {
+                let callers = loops_calling(rewrite, scope);
+                if callers.is_empty() {
+                    steps_handed_away(rewrite, scope);
+                }
+                for caller_loop in callers {
                     if divided.insert(span(caller_loop)) {
                         divide_loop_steps(rewrite, caller_loop);
                     }
@@ -273,6 +277,39 @@ fn divide_training_loops(rewrite: &mut ModuleRewrite) {
 fn taking_steps<'a>(path: &[&'a Stmt], statement: &Stmt) -> Option<Result<&'a Stmt, &'a Stmt>> {
     let loops: Vec<&Stmt> = path.iter().copied().filter(|stmt| is_loop(stmt)).collect();
     crate::rules::passes::episodes::loop_taking_steps(&loops, statement)
+}
+
+/// A step function handed to another call as a value (`datavis.animate(
+/// training_step, 10001)`): that call runs the steps where the tool cannot
+/// count them, so none is divided and the rates stay as written.
+fn steps_handed_away(rewrite: &mut ModuleRewrite, function: &Scope) {
+    if function.function.is_none() || function.class.is_some() {
+        return;
+    }
+    let name = function.name();
+    let Some((_, site)) = crate::analysis::train_ops::calls_handed(rewrite.module, name)
+        .into_iter()
+        .find(|(scope_index, site)| {
+            crate::analysis::train_ops::runs_it_unseen(
+                rewrite.analysis,
+                rewrite.module,
+                *scope_index,
+                site.call,
+            )
+        })
+    else {
+        return;
+    };
+    let receiver = dotted_name(&site.call.func).unwrap_or_else(|| "a call".to_string());
+    rewrite.learning_rates.leave_rates();
+    rewrite.diagnose(
+        Diagnostic::new(
+            crate::rules::passes::loop_steps::DATASET_NOT_SHARDED,
+            span(site.call),
+            format!("the step function `{name}` is handed to `{receiver}`, which runs it where the tool cannot count its calls: its steps are not divided among workers, and the learning rate was left as written"),
+        )
+        .with_suggestion(format!("call `{name}` from a loop of your own (`for i in range(n): {name}(...)`), which the tool divides, then run the tool again")),
+    );
 }
 
 /// The innermost loops around the calls, in this module, of a plain
@@ -347,6 +384,7 @@ fn divide_loops_calling_step_methods(
         }
     }
     let mut untied: Option<(std::ops::Range<usize>, String)> = None;
+    let mut called_here = false;
     for scope in module.scopes.iter().filter(|scope| scope.class.is_none()) {
         for (stmt, call) in calls_in_scope(scope) {
             let Expr::Attribute(attribute) = call.func.as_ref() else {
@@ -355,6 +393,7 @@ fn divide_loops_calling_step_methods(
             if !methods.contains(attribute.attr.as_str()) {
                 continue;
             }
+            called_here = true;
             let untied_call = (span(call), attribute.attr.to_string());
             let Some(receiver) = dotted_name(&attribute.value) else {
                 untied.get_or_insert(untied_call);
@@ -370,7 +409,16 @@ fn divide_loops_calling_step_methods(
                 .copied()
                 .collect();
             let target = if instances.contains(&receiver) {
-                loops.first().copied()
+                // Steps once per environment step of an episode: refused.
+                let outer_first: Vec<&Stmt> = loops.iter().rev().copied().collect();
+                match taking_steps(&outer_first, stmt) {
+                    Some(Err(episode)) => {
+                        let refusal = steps_differ_per_worker(rewrite, episode);
+                        rewrite.refuse(refusal);
+                        continue;
+                    }
+                    taken => taken.and_then(Result::ok),
+                }
             } else if let Some((walk, outer)) = loops.split_first()
                 && walks_instances(walk, &receiver, &instances)
             {
@@ -390,6 +438,9 @@ fn divide_loops_calling_step_methods(
                 }
             }
         }
+    }
+    if !called_here {
+        super::session_steps_elsewhere::steps_taken_by_importers(rewrite, step_methods);
     }
     if let Some((call, method)) = untied {
         rewrite.learning_rates.leave_rates();
@@ -475,58 +526,16 @@ pub(super) fn train_op_names(rewrite: &ModuleRewrite) -> HashSet<String> {
     }
     // Train ops returned by a function of the module (`d_opt, g_opt =
     // model_opt(...)`, or `self.d_opt, self.g_opt = ...` in a model class).
-    let returning: HashSet<&str> = rewrite
-        .module
-        .scopes
-        .iter()
-        .filter(|scope| scope.function.is_some() && scope.class.is_none())
-        .filter(|scope| {
-            scope.facts.statements.iter().any(|statement| {
-                matches!(statement, Stmt::Return(ast::StmtReturn { value: Some(value), .. })
-                    if returns_train_ops(value, &names))
-            })
-        })
-        .map(|scope| scope.name())
-        .collect();
-    let mut returned = Vec::new();
-    for scope in &rewrite.module.scopes {
-        for statement in &scope.facts.statements {
-            let Stmt::Assign(assign) = statement else {
-                continue;
-            };
-            let calls_returning = matches!(assign.value.as_ref(), Expr::Call(call)
-                if matches!(call.func.as_ref(), Expr::Name(function) if returning.contains(function.id.as_str())));
-            if !calls_returning {
-                continue;
-            }
-            for target in &assign.targets {
-                let elements = match target {
-                    Expr::Tuple(ast::ExprTuple { elts, .. })
-                    | Expr::List(ast::ExprList { elts, .. }) => elts.iter().collect(),
-                    single => vec![single],
-                };
-                returned.extend(elements.into_iter().filter_map(dotted_name));
-            }
-        }
-    }
-    for name in returned {
+    let mut found: Vec<String> = names.iter().cloned().collect();
+    let known = found.len();
+    crate::analysis::train_ops::follow_returns(rewrite.module, &mut found);
+    for name in found.into_iter().skip(known) {
         if let Some((_, attribute)) = name.rsplit_once('.') {
             names.insert(format!(".{attribute}"));
         }
         names.insert(name);
     }
     names
-}
-
-/// A returned value made only of train ops (`return d_train_opt, g_train_opt`).
-fn returns_train_ops(value: &Expr, names: &HashSet<String>) -> bool {
-    let is_train_op = |expr: &Expr| dotted_name(expr).is_some_and(|name| names.contains(&name));
-    match value {
-        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
-            !elts.is_empty() && elts.iter().all(is_train_op)
-        }
-        other => is_train_op(other),
-    }
 }
 
 /// Marks a train op's graph name among the names of train ops.

@@ -116,7 +116,7 @@ fn allreduce_manual_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
     }
     let name = target.id.as_str();
     if !makes_gradients
-        || !rewrite.calls_method("apply_gradients")
+        || !reaches_apply_gradients(rewrite, stmt)
         || rewrite.is_assigned_from_horovod(scope.body, name, "allreduce")
         || !rewrite.owns_its_lines(&span(stmt))
     {
@@ -132,7 +132,7 @@ fn allreduce_manual_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
 /// `tf.clip_by_global_norm(tf.gradients(cost, tvars), clip)`: the
 /// gradients are averaged where they are made, before anything reads them.
 fn allreduce_nested_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: &Stmt) {
-    if !rewrite.calls_method("apply_gradients") || !rewrite.owns_its_lines(&span(stmt)) {
+    if !reaches_apply_gradients(rewrite, stmt) || !rewrite.owns_its_lines(&span(stmt)) {
         return;
     }
     // Gradients already averaged where they are made (an earlier run's
@@ -167,6 +167,78 @@ fn allreduce_nested_gradients(rewrite: &mut ModuleRewrite, scope: &Scope, stmt: 
             rewrite.hvd
         );
         rewrite.edit(Edit::replacement(range, averaged));
+    }
+}
+
+/// Whether the gradients a statement makes reach an `apply_gradients`: made
+/// inside one, or bound to names one reads, through the assignments that
+/// pass them on (clipping, zipping). A gradient taken for another use
+/// (`tf.gradients(q, actions)`, fed to another gradient as `grad_ys`) holds
+/// one value per example, not a weight update: averaging it across workers
+/// would mix their examples.
+fn reaches_apply_gradients(rewrite: &ModuleRewrite, stmt: &Stmt) -> bool {
+    let applies = |expr: &Expr| {
+        let mut found = false;
+        crate::analysis::walk::walk_expression(expr, &mut |inner| {
+            found |= matches!(inner, Expr::Call(call) if matches!(call.func.as_ref(),
+                Expr::Attribute(attribute) if attribute.attr.as_str() == "apply_gradients"));
+        });
+        found
+    };
+    let mut own = false;
+    crate::analysis::walk::walk_statement_expressions(stmt, &mut |expr| own |= applies(expr));
+    if own {
+        return true;
+    }
+    let Stmt::Assign(assign) = stmt else {
+        return false;
+    };
+    let mut reached: Vec<String> = assign.targets.iter().flat_map(bound_names).collect();
+    let mentions_reached = |expr: &Expr, reached: &[String]| {
+        let mut found = false;
+        crate::analysis::walk::walk_expression(expr, &mut |inner| {
+            found |= dotted_name(inner).is_some_and(|name| reached.contains(&name));
+        });
+        found
+    };
+    let assignments: Vec<_> = rewrite
+        .module
+        .scopes
+        .iter()
+        .flat_map(|scope| scope.facts.assignments.iter())
+        .collect();
+    loop {
+        let before = reached.len();
+        for assignment in &assignments {
+            if !reached.contains(&assignment.name) && mentions_reached(assignment.value, &reached) {
+                reached.push(assignment.name.clone());
+            }
+        }
+        if reached.len() == before {
+            break;
+        }
+    }
+    rewrite.module.scopes.iter().any(|scope| {
+        calls_in_scope(scope).into_iter().any(|(_, call)| {
+            matches!(call.func.as_ref(), Expr::Attribute(attribute)
+                if attribute.attr.as_str() == "apply_gradients")
+                && call
+                    .args
+                    .iter()
+                    .chain(call.keywords.iter().map(|keyword| &keyword.value))
+                    .any(|argument| mentions_reached(argument, &reached))
+        })
+    })
+}
+
+/// The names an assignment target binds, dotted (`self.grads`), a tuple's
+/// elements each.
+fn bound_names(target: &Expr) -> Vec<String> {
+    match target {
+        Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+            elts.iter().flat_map(bound_names).collect()
+        }
+        other => dotted_name(other).into_iter().collect(),
     }
 }
 
