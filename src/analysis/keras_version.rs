@@ -143,6 +143,37 @@ pub fn recorded_tensorflow_1(module: &Module) -> Option<String> {
     }
 }
 
+/// A module of the package using what only Keras 2.2.4 or earlier had
+/// (`K.control_flow_ops`): a Keras that runs on TensorFlow 1. The reason,
+/// naming the module and the use. (`K.tensorflow_backend` says less: Keras
+/// 2.3 has it too, and runs on TensorFlow 2.)
+pub fn tensorflow_1_era_keras(modules: &[Module]) -> Option<String> {
+    const OLD_BACKEND: &[&str] = &["control_flow_ops"];
+    modules.iter().find_map(|module| {
+        let mut found = None;
+        crate::analysis::walk::for_each_statement(&module.body, true, &mut |statement| {
+            crate::analysis::walk::walk_statement_expressions(statement, &mut |expr| {
+                if found.is_some() {
+                    return;
+                }
+                if let Expr::Attribute(attribute) = expr
+                    && OLD_BACKEND.contains(&attribute.attr.as_str())
+                    && module
+                        .bindings
+                        .resolve_raw(&attribute.value)
+                        .is_some_and(|resolved| resolved == "keras.backend")
+                {
+                    found = Some(format!(
+                        "{} uses `keras.backend.{}`, which only Keras 2.2.4 or earlier has, a Keras that runs on TensorFlow 1",
+                        module.source.relative_path, attribute.attr
+                    ));
+                }
+            });
+        });
+        found
+    })
+}
+
 /// The generation a module's standalone `import keras` means: the project's
 /// pin, else Keras 2 when the module uses an API only Keras 2 has, else
 /// Keras 3 (what `pip install keras` gives today).

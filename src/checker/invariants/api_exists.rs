@@ -50,7 +50,12 @@ impl Invariant for ApiExists {
         if tf1.is_none() {
             decisions.extend(private_keras_model(program));
         }
-        let mut recorded_tensorflow_1 = recorded_tensorflow_1(program.module.module);
+        let mut recorded_tensorflow_1 =
+            recorded_tensorflow_1(program.module.module).or_else(|| {
+                crate::analysis::keras_version::tensorflow_1_era_keras(
+                    &program.analysis.package.modules,
+                )
+            });
         for call in program.calls() {
             let raw = call
                 .scope

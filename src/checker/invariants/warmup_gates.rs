@@ -54,7 +54,7 @@ pub(super) fn warmup_gates(program: &Program) -> Vec<Decision> {
                         span(gate.test.as_ref()),
                         format!("the learning under the test at line {line} waits until `{counted}` passes a threshold, a count each worker makes of its own episodes: with the episodes divided, each worker spends the whole warm-up on its share and takes fewer than its share of the learning steps (none, when its share is shorter than the warm-up)"),
                     )
-                    .with_suggestion("divide the warm-up threshold too, or leave the episodes whole and the learning rate as written"),
+                    .with_suggestion("leave the episodes whole and the learning rate as written, or start learning on each worker after its share of the warm-up (a threshold of its own, not the replay buffer's size)"),
                 );
             });
         }

@@ -1199,6 +1199,22 @@ fn api_exists_in_version() {
 }
 
 #[test]
+fn gpu_pinning_beside_a_multi_backend_keras_of_the_package() {
+    let train = "import tensorflow as tf\nimport horovod.keras as hvd\nimport model\nhvd.init()\ngpus = tf.config.experimental.list_physical_devices('GPU')\n";
+    let old_backend = "from keras import backend as K\ndef loop(body, count):\n    return K.control_flow_ops.while_loop(lambda i: i < count, body, [0])\n";
+    let new_backend = "from keras import backend as K\ndef square(x):\n    return K.square(x)\n";
+    assert_eq!(
+        verdict_of(API_EXISTS, train, Some(("model.py", old_backend))),
+        Verdict::Unknown,
+        "a package module using `K.control_flow_ops` may run on TensorFlow 1, before `tf.config`"
+    );
+    assert_eq!(
+        verdict_of(API_EXISTS, train, Some(("model.py", new_backend))),
+        Verdict::Proven
+    );
+}
+
+#[test]
 fn only_training_rewritten() {
     let tape = "with tf.GradientTape() as tape:\n    loss = tf.reduce_sum(image)\ntape = hvd.DistributedGradientTape(tape)\ngrads = tape.gradient(loss, image)\n";
     assert_table(
