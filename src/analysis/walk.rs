@@ -584,9 +584,6 @@ pub fn expression_shape(expr: &Expr) -> String {
     parts.join(" ")
 }
 
-/// The statements that leave a loop early, with the test of the innermost
-/// `if` around each: its `break`s (not those of nested loops) and its
-/// `return`s, which leave the loop with the function.
 /// `env.step(action)`: a step of a reinforcement-learning environment, which
 /// makes the data the loop around it trains on.
 pub fn is_environment_step(call: &ast::ExprCall) -> bool {
@@ -596,6 +593,32 @@ pub fn is_environment_step(call: &ast::ExprCall) -> bool {
                 .is_some_and(|receiver| receiver.to_lowercase().contains("env")))
 }
 
+/// The first environment step anywhere in the statements, nested loops
+/// included (not nested functions).
+pub fn environment_step_in(statements: &[Stmt]) -> Option<&ast::ExprCall> {
+    let mut found = None;
+    for_each_statement(statements, false, &mut |stmt| {
+        if found.is_none() {
+            found = calls_in_statement(stmt)
+                .into_iter()
+                .find(|call| is_environment_step(call));
+        }
+    });
+    found
+}
+
+/// The header of a loop: the iterable of a `for`, the test of a `while`.
+pub fn loop_header(statement: &Stmt) -> Option<std::ops::Range<usize>> {
+    match statement {
+        Stmt::For(node) => Some(crate::python::parse::span(node.iter.as_ref())),
+        Stmt::While(node) => Some(crate::python::parse::span(node.test.as_ref())),
+        _ => None,
+    }
+}
+
+/// The statements that leave a loop early, with the test of the innermost
+/// `if` around each: its `break`s (not those of nested loops) and its
+/// `return`s, which leave the loop with the function.
 pub fn loop_breaks(body: &[Stmt]) -> Vec<(&Stmt, Option<&Expr>)> {
     let mut found = Vec::new();
     fn walk<'a>(

@@ -195,26 +195,29 @@ impl<'a> Program<'a> {
         let Some(name) = crate::analysis::walk::dotted_name(expr) else {
             return false;
         };
-        let at = span(expr).start;
-        let last_before = |scope: &Scope<'a>| {
-            scope
+        self.last_binding(scope, &name, span(expr).start)
+            .is_some_and(|(value, bound_in)| self.is_horovod_call(bound_in, value))
+    }
+
+    /// The value `name` was last bound to before offset `at`, in `scope`,
+    /// else at the module's top level, with the scope that binds it.
+    pub fn last_binding<'s>(
+        &'s self,
+        scope: &'s Scope<'s>,
+        name: &str,
+        at: usize,
+    ) -> Option<(&'s Expr, &'s Scope<'s>)> {
+        let before = |candidate: &'s Scope<'s>| {
+            candidate
                 .facts
                 .assignments
                 .iter()
                 .rfind(|assignment| {
                     assignment.name == name && span(assignment.statement).start < at
                 })
-                .map(|assignment| assignment.value)
+                .map(|assignment| (assignment.value, candidate))
         };
-        let in_scope =
-            scope.facts.assignments.iter().rfind(|assignment| {
-                assignment.name == name && span(assignment.statement).start < at
-            });
-        match in_scope {
-            Some(assignment) => self.is_horovod_call(scope, assignment.value),
-            None => last_before(&self.module.scopes[0])
-                .is_some_and(|value| self.is_horovod_call(&self.module.scopes[0], value)),
-        }
+        before(scope).or_else(|| before(&self.module.scopes[0]))
     }
 
     /// A call of a Horovod function (not one that merely reads from Horovod

@@ -155,7 +155,8 @@ impl CollectivesAligned {
     fn loop_exits(&self, program: &Program) -> Vec<Decision> {
         let train_ops = super::facts::train_op_names(program);
         let step_functions = step_functions(program, &train_ops);
-        let mut decisions = super::handed_steps::steps_run_elsewhere(program, &step_functions);
+        let mut decisions =
+            super::handed_steps::steps_run_elsewhere(program, &train_ops, &step_functions);
         for scope in &program.module.scopes {
             for site in &scope.facts.calls {
                 if !takes_a_step(site.call, &train_ops, &step_functions) {

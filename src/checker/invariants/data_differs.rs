@@ -18,7 +18,7 @@ use rustpython_parser::ast::{Expr, Operator, Stmt};
 mod sources;
 
 use super::facts::SplitFacts;
-use crate::analysis::walk::{walk_expression, walk_statement_expressions};
+use crate::analysis::walk::{loop_header, walk_expression, walk_statement_expressions};
 use crate::analysis::{cursors, splits};
 use crate::checker::program::ScopedCall;
 use crate::checker::{Decision, Invariant, Program, Verdict};
@@ -253,15 +253,6 @@ impl Invariant for DataDiffers {
                 format!("the steps are divided at line {line}, but nothing the checker sees makes the workers' batches differ (no shard, no shuffle, no per-rank seed or cursor): each may train on the same data"),
             ).with_suggestion("shard the data with `.shard(hvd.size(), hvd.rank())`, shuffle it without a fixed seed, or start each worker's cursor at its rank")],
         }
-    }
-}
-
-/// The iterable of a `for`, the test of a `while`.
-fn loop_header(statement: &Stmt) -> Option<std::ops::Range<usize>> {
-    match statement {
-        Stmt::For(node) => Some(span(node.iter.as_ref())),
-        Stmt::While(node) => Some(span(node.test.as_ref())),
-        _ => None,
     }
 }
 

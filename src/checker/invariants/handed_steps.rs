@@ -16,13 +16,16 @@ use super::collectives_aligned::COLLECTIVES_ALIGNED;
 /// An open obligation for each step function of the module handed away.
 pub(super) fn steps_run_elsewhere(
     program: &Program,
+    train_ops: &[String],
     step_functions: &HashSet<&str>,
 ) -> Vec<Decision> {
     let mut names: Vec<&str> = step_functions.iter().copied().collect();
     names.sort_unstable();
     let mut decisions = Vec::new();
     for name in &names {
-        if !program.module.calls_named(name).is_empty() || !takes_one_step_per_call(program, name) {
+        if !program.module.calls_named(name).is_empty()
+            || !takes_one_step_per_call(program, train_ops, name)
+        {
             continue;
         }
         // A caller that trains too is rewritten and judged with this module
@@ -93,8 +96,7 @@ pub(super) fn steps_run_elsewhere(
 /// Whether a function of the module takes one optimizer step per call: its
 /// session run of a train op or its step call is in no loop of its own, and
 /// it holds no training site (a Keras `fit` is a whole loop).
-fn takes_one_step_per_call(program: &Program, name: &str) -> bool {
-    let train_ops = super::facts::train_op_names(program);
+fn takes_one_step_per_call(program: &Program, train_ops: &[String], name: &str) -> bool {
     let steps = HashSet::new();
     program
         .module
@@ -106,7 +108,7 @@ fn takes_one_step_per_call(program: &Program, name: &str) -> bool {
             !program.module.sites.iter().any(|site| site.scope == index)
                 && scope.facts.calls.iter().any(|site| {
                     site.enclosing_loops.is_empty()
-                        && super::collectives_aligned::takes_a_step(site.call, &train_ops, &steps)
+                        && super::collectives_aligned::takes_a_step(site.call, train_ops, &steps)
                 })
         })
 }

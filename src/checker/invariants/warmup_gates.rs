@@ -11,7 +11,7 @@ use rustpython_parser::ast::{self, CmpOp, Expr, Stmt};
 use super::facts::SplitFacts;
 use super::work_split::WORK_SPLIT;
 use crate::analysis::walk::{
-    dotted_name, for_each_statement, is_environment_step, walk_expression,
+    dotted_name, environment_step_in, for_each_statement, loop_header, walk_expression,
     walk_statement_expressions,
 };
 use crate::checker::{Decision, Program, Verdict};
@@ -26,14 +26,14 @@ pub(super) fn warmup_gates(program: &Program) -> Vec<Decision> {
     let mut decisions = Vec::new();
     for scope in &program.module.scopes {
         for statement in scope.facts.statements.iter().copied() {
-            let Some(header) = header_of(statement) else {
+            let Some(header) = loop_header(statement) else {
                 continue;
             };
             let divided = facts
                 .divisions
                 .iter()
                 .any(|division| header.start <= division.start && division.end <= header.end);
-            if !divided || !plays_an_environment(statement) {
+            if !divided || environment_step_in(std::slice::from_ref(statement)).is_none() {
                 continue;
             }
             for_each_statement(std::slice::from_ref(statement), false, &mut |inner| {
@@ -60,24 +60,6 @@ pub(super) fn warmup_gates(program: &Program) -> Vec<Decision> {
         }
     }
     decisions
-}
-
-fn header_of(statement: &Stmt) -> Option<std::ops::Range<usize>> {
-    match statement {
-        Stmt::For(node) => Some(span(node.iter.as_ref())),
-        Stmt::While(node) => Some(span(node.test.as_ref())),
-        _ => None,
-    }
-}
-
-fn plays_an_environment(statement: &Stmt) -> bool {
-    let mut found = false;
-    for_each_statement(std::slice::from_ref(statement), false, &mut |inner| {
-        walk_statement_expressions(inner, &mut |expr| {
-            found |= matches!(expr, Expr::Call(call) if is_environment_step(call));
-        });
-    });
-    found
 }
 
 /// `pointer > MEMORY_CAPACITY`, `len(memory) >= WARMUP`, `total_steps >

@@ -20,7 +20,9 @@ pub fn steps_an_environment(while_loop: &ast::StmtWhile) -> bool {
 
 /// Whether a loop ends with the episode of an environment it steps: a
 /// `while` loop that steps one in its own body, or a `for` loop over a
-/// step budget that does and leaves at a `break` (`if done: break`).
+/// step budget that does and leaves at a `break` (`if done: break`), when
+/// the test that stops it reads a value the loop computes (a counter it
+/// only adds a constant to does not count: such episodes last alike).
 pub fn ends_with_an_episode(loop_statement: &Stmt) -> bool {
     let leaves_on_its_own_values = |body: &[Stmt]| {
         crate::analysis::walk::loop_breaks(body)
@@ -40,9 +42,9 @@ pub fn ends_with_an_episode(loop_statement: &Stmt) -> bool {
     }
 }
 
-/// An episode of fixed length: a `for` loop over a step budget that steps
-/// an environment and leaves, if at all, only on a test of its own counter
-/// and values set outside it (`if j == MAX_EP_STEPS - 1: break`). Every
+/// An episode of fixed length: a `for` over a step budget or a `while` that
+/// steps an environment and leaves, if at all, only on a test of its own
+/// counter and values set outside it (`if j == MAX_EP_STEPS - 1: break`). Every
 /// worker's episodes last as long: the episodes around it are the work.
 fn is_fixed_length_episode(loop_statement: &Stmt) -> bool {
     let steps = match loop_statement {
@@ -126,13 +128,7 @@ pub fn steps_an_environment_within(loop_statement: &Stmt) -> bool {
 
 /// Whether statements step an environment anywhere in them.
 pub fn statements_step_an_environment(statements: &[Stmt]) -> bool {
-    let mut found = false;
-    crate::analysis::walk::for_each_statement(statements, false, &mut |stmt| {
-        found |= crate::analysis::walk::calls_in_statement(stmt)
-            .into_iter()
-            .any(is_environment_step);
-    });
-    found
+    crate::analysis::walk::environment_step_in(statements).is_some()
 }
 
 fn body_steps_an_environment(body: &[Stmt]) -> bool {

@@ -5,8 +5,7 @@
 
 use rustpython_parser::ast::Expr;
 
-use super::loop_header;
-use crate::analysis::walk::walk_statement_expressions;
+use crate::analysis::walk::{environment_step_in, loop_header, walk_statement_expressions};
 use crate::checker::Program;
 use crate::checker::program::ScopedCall;
 use crate::python::parse::span;
@@ -28,16 +27,7 @@ pub(super) fn environment_stepped_in(
             if !divided || found.is_some() {
                 continue;
             }
-            let body = std::slice::from_ref(statement);
-            crate::analysis::walk::for_each_statement(body, false, &mut |inner| {
-                walk_statement_expressions(inner, &mut |expr| {
-                    if let Expr::Call(call) = expr
-                        && crate::analysis::walk::is_environment_step(call)
-                    {
-                        found.get_or_insert(span(expr));
-                    }
-                });
-            });
+            found = environment_step_in(std::slice::from_ref(statement)).map(span);
         }
     }
     found
@@ -60,20 +50,8 @@ pub(super) fn fixed_order_generator(
         let made = match fed {
             Expr::Call(call) => call,
             Expr::Name(name) => {
-                let at = fit.range().start;
-                let value = [fit.scope, &program.module.scopes[0]]
-                    .into_iter()
-                    .find_map(|scope| {
-                        scope
-                            .facts
-                            .assignments
-                            .iter()
-                            .rfind(|assignment| {
-                                assignment.name == name.id.as_str()
-                                    && span(assignment.statement).start < at
-                            })
-                            .map(|assignment| assignment.value)
-                    })?;
+                let (value, _) =
+                    program.last_binding(fit.scope, name.id.as_str(), fit.range().start)?;
                 let Expr::Call(call) = value else {
                     return None;
                 };

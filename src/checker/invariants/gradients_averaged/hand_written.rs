@@ -115,30 +115,11 @@ fn trace(program: &Program, scope: &Scope, expr: &Expr, depth: usize, origins: &
                 continue;
             }
             seen.push(name.clone());
-            if let Some((value, in_scope)) = last_binding(program, scope, &name, at)
+            if let Some((value, in_scope)) = program.last_binding(scope, &name, at)
                 && !matches!(value, Expr::Constant(_))
             {
                 pending.push((in_scope, value, depth - 1));
             }
         }
     }
-}
-
-/// The value the name was last bound to before `at`, in `scope`, else at the
-/// module's top level.
-fn last_binding<'s>(
-    program: &'s Program,
-    scope: &'s Scope,
-    name: &str,
-    at: usize,
-) -> Option<(&'s Expr, &'s Scope<'s>)> {
-    let before = |candidate: &'s Scope<'s>| {
-        candidate
-            .facts
-            .assignments
-            .iter()
-            .rfind(|assignment| assignment.name == name && span(assignment.statement).start < at)
-            .map(|assignment| (assignment.value, candidate))
-    };
-    before(scope).or_else(|| before(&program.module.scopes[0]))
 }
